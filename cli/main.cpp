@@ -1,0 +1,47 @@
+// main.cpp: the `headroom` command. Parses arguments, dispatches to a subcommand, and is the one place
+// that turns errors into one line on stderr and an exit status (exit_codes.hpp).
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "exit_codes.hpp"
+#include "plan_command.hpp"
+#include "planner/errors.hpp"
+#include "planner/model_files.hpp"
+
+int main(int argc, char** argv) {
+  using namespace headroom;
+  using namespace headroom::cli;
+  CLI::App app{"headroom: will one training step fit in each GPU's memory, and with how much headroom"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", HEADROOM_VERSION " (" HEADROOM_GIT_REVISION ")");
+  plan_options plan;
+  auto* plan_cmd = add_plan_command(app, plan);
+  auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "headroom: " << e.what() << " (run with --help for usage)\n";
+    return exit_bad_input;
+  }
+  try {
+    if (presets_cmd->parsed()) {
+      for (const auto& n : list_presets(preset_dir())) std::cout << n << "\n";
+      return exit_fits;
+    }
+    if (plan_cmd->parsed()) return run_plan(plan);
+  } catch (const bad_input& e) {
+    std::cerr << "headroom: bad input: " << e.what() << "\n";
+    return exit_bad_input;
+  } catch (const std::exception& e) {
+    std::cerr << "headroom: internal error: " << e.what() << "\n";
+    return exit_internal;
+  }
+  return exit_internal;
+}

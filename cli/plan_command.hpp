@@ -1,0 +1,42 @@
+// plan_command.hpp: `headroom plan`: options, and turning them into a problem and a layout.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/cost_model.hpp"
+#include "planner/layout.hpp"
+#include "planner/suggest.hpp"
+
+namespace headroom::cli {
+
+struct plan_options {
+  std::string preset, model_file, hf_config;
+  std::optional<std::int64_t> seq;
+  std::int64_t micro_batch = 1, global_batch = 1536;
+  std::string recipe = "bf16-adam";
+  std::optional<int> gpus;
+  int tp = 1, pp = 1, cp = 1, vpp = 1, zero = 0, units = 2;
+  std::string recompute = "none", attention = "eager";
+  bool sequence_parallel = true, offload = false;
+  double gpu_mem_gib = 192, reserve_gib = 10;
+  int gpus_per_node = 8;
+  bool json = false, csv = false, explain = false, suggest = false, min_gpus = false;
+  std::size_t top = 20;
+  int max_gpus = 16384;
+  cost_model costs;
+  CLI::App* app = nullptr;  // to ask which options were given
+};
+
+// Adds the `plan` subcommand to `app`; its options fill `o`.
+CLI::App* add_plan_command(CLI::App& app, plan_options& o);
+
+// Runs `headroom plan`; returns the exit status (exit_codes.hpp). Throws bad_input.
+int run_plan(const plan_options& o);
+
+// Returns the problem the options describe. Throws bad_input.
+problem problem_from(const plan_options& o);
+
+}  // namespace headroom::cli

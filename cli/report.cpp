@@ -1,0 +1,352 @@
+// report.cpp: table, JSON and CSV writers for plans, suggestions and minimum-GPU searches.
+#include "report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "planner/explain.hpp"
+#include "planner/format.hpp"
+#include "planner/units.hpp"
+
+#ifndef HEADROOM_VERSION
+#define HEADROOM_VERSION "0.0.0"
+#endif
+#ifndef HEADROOM_GIT_REVISION
+#define HEADROOM_GIT_REVISION "unknown"
+#endif
+
+namespace headroom::cli {
+
+namespace {
+constexpr int rule_width = 105;  // the seed's table
+constexpr int cost_width = 9;
+
+std::string pad(std::string s, std::size_t w) {
+  if (s.size() < w) s.append(w - s.size(), ' ');
+  return s;
+}
+std::string num8(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%8.1f", to_gib(bytes));
+  return buf;
+}
+// The seed's columns: strategy 32, axes 23, then numbers right-aligned in 8, 9, 9, 9.
+std::string axes_cell(const layout& l) {
+  std::string a = axes_string(l);
+  return a.size() < 23 ? pad(a, 23) : a + " ";
+}
+std::string pct(double fraction) { return "+" + fixed(100.0 * fraction, 1) + "%"; }
+}  // namespace
+
+std::string strategy_name(const layout& l) {
+  const char* r = l.recompute == recompute_mode::none        ? "no recompute"
+                  : l.recompute == recompute_mode::selective ? "selective recompute"
+                                                             : "full recompute";
+  return zero_name(l) + " + " + r;
+}
+
+void write_table_header(std::ostream& o, const problem& p, bool with_cost) {
+  o << pad("strategy", 32) << pad("axes", 23) << "   state    activ  reserve    total  fits "
+    << trim(to_gib(p.device.capacity), 1) << " GiB?";
+  if (with_cost) o << "     cost";
+  o << "\n";
+}
+
+void write_table_rule(std::ostream& o, bool with_cost) {
+  o << std::string(rule_width + (with_cost ? cost_width : 0), '-') << "\n";
+}
+
+void write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
+                     const layout_cost* cost) {
+  std::string fits = !w.fits ? "no" : w.headroom < p.device.capacity / 20 ? "tight" : "yes";
+  o << pad(strategy_name(l), 32) << axes_cell(l) << num8(w.state) << " " << num8(w.activations) << " "
+    << num8(w.reserve) << " " << num8(w.total) << "  ";
+  if (cost) {
+    o << pad(fits, 15) << pct(cost->total);
+  } else {
+    o << fits;
+  }
+  o << "\n";
+}
+
+nlohmann::json inputs_json(const problem& p) {
+  return {{"tool", "headroom"},
+          {"tool_version", HEADROOM_VERSION},
+          {"git_revision", HEADROOM_GIT_REVISION},
+          {"predicted", true},
+          {"model", model_to_json(p.model)},
+          {"recipe", recipe_to_json(p.precision)},
+          {"training",
+           {{"seq", p.training.seq},
+            {"micro_batch", p.training.micro_batch},
+            {"global_batch", p.training.global_batch},
+            {"attention", to_string(p.training.attention)}}},
+          {"device",
+           {{"capacity_bytes", p.device.capacity},
+            {"reserve_bytes", p.device.reserve},
+            {"gpus_per_node", p.device.gpus_per_node}}}};
+}
+
+namespace {
+
+nlohmann::json layout_json(const layout& l) {
+  return {{"gpus", l.gpus},       {"tp", l.tp},
+          {"pp", l.pp},           {"cp", l.cp},
+          {"dp", l.dp()},         {"vpp", l.vpp},
+          {"zero", l.zero},       {"recompute", to_string(l.recompute)},
+          {"sequence_parallel", l.sp()}, {"offload_optimizer", l.offload_optimizer},
+          {"zero3_inflight_units", l.zero3_inflight_units}};
+}
+
+nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {
+  nlohmann::json bufs = nlohmann::json::array();
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i)
+    bufs.push_back({{"name", p.precision.buffers[i].name}, {"bytes", s.buffer_bytes[i]}});
+  return {{"stage", s.stage},
+          {"layers", s.layers},
+          {"params_on_rank", s.params_on_rank},
+          {"buffers", bufs},
+          {"params_bytes", s.params},
+          {"grads_bytes", s.grads},
+          {"master_bytes", s.master},
+          {"optimizer_bytes", s.optimizer},
+          {"host_offload_bytes", s.host_offload},
+          {"persistent_bytes", s.persistent},
+          {"transient_bytes", s.transient},
+          {"state_bytes", s.state},
+          {"layer_activations", s.layer_activations},
+          {"activation_bytes", s.activations},
+          {"logits_bytes_not_added", s.logits},
+          {"reserve_bytes", s.reserve},
+          {"total_bytes", s.total},
+          {"capacity_bytes", s.capacity},
+          {"headroom_bytes", s.headroom},
+          {"fits", s.fits}};
+}
+
+nlohmann::json cost_json(const layout_cost& c) {
+  return {{"recompute", c.recompute}, {"bubble", c.bubble},        {"tp_comm", c.tp_comm},
+          {"dp_exposed", c.dp_exposed}, {"dp_bytes_per_gpu", c.dp_bytes}, {"total", c.total}};
+}
+
+nlohmann::json candidate_json(const problem& p, const candidate& c) {
+  return {{"layout", layout_json(c.where)}, {"worst_stage", stage_json(p, c.worst)}, {"cost", cost_json(c.cost)},
+          {"tight", c.tight}};
+}
+
+const char* stage_csv_header =
+    "stage,layers,params_on_rank,params_bytes,grads_bytes,master_bytes,optimizer_bytes,host_offload_bytes,"
+    "transient_bytes,state_bytes,layer_activations,activation_bytes,logits_bytes_not_added,reserve_bytes,"
+    "total_bytes,capacity_bytes,headroom_bytes,fits";
+
+void stage_csv(std::ostream& o, const stage_breakdown& s) {
+  o << s.stage << ',' << s.layers << ',' << s.params_on_rank << ',' << s.params << ',' << s.grads << ',' << s.master
+    << ',' << s.optimizer << ',' << s.host_offload << ',' << s.transient << ',' << s.state << ','
+    << s.layer_activations << ',' << s.activations << ',' << s.logits << ',' << s.reserve << ',' << s.total << ','
+    << s.capacity << ',' << s.headroom << ',' << (s.fits ? "true" : "false");
+}
+
+}  // namespace
+
+void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
+  o << "headroom plan: " << p.model.name << ", " << l.gpus << " GPU" << (l.gpus > 1 ? "s" : "") << ", "
+    << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq << ", micro-batch "
+    << p.training.micro_batch << ", " << p.precision.name << ", " << to_string(p.training.attention)
+    << " attention\n";
+  o << "predicted by the analytic model (not measured); GiB per GPU\n\n";
+  write_table_header(o, p, false);
+  write_table_rule(o, false);
+  write_table_row(o, p, l, w, nullptr);
+  write_table_rule(o, false);
+  o << "\nworst rank: stage " << w.stage << " of " << l.pp << "\n";
+  auto line = [&](const std::string& what, std::int64_t bytes, const std::string& note = "") {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%10.1f GiB", to_gib(bytes));
+    o << "  " << pad(what, 34) << buf << (note.empty() ? "" : "   " + note) << "\n";
+  };
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
+    const auto& buf = p.precision.buffers[i];
+    const bool off = l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
+    line(buf.name, w.buffer_bytes[i],
+         off ? "in host memory (offloaded)" : l.zero >= buf.shard_from ? "sharded over " + std::to_string(l.shard_degree()) : "");
+  }
+  if (w.host_offload) line("host memory (offloaded, not counted)", w.host_offload);
+  if (w.transient) line("ZeRO-3 gather transient", w.transient, std::to_string(l.zero3_inflight_units) + " layers in flight");
+  line("state", w.state);
+  line("activations", w.activations,
+       std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));
+  line("state + activations", w.state + w.activations);
+  line("reserve", w.reserve);
+  line("total", w.total);
+  line("capacity", w.capacity);
+  o << "  " << pad("headroom", 34);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%10.1f GiB (%.1f%%)", to_gib(w.headroom),
+                100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity));
+  o << buf << "\n";
+  if (w.logits) line("logits, one fp32 copy (in reserve)", w.logits);
+  o << "\n"
+    << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but headroom under 5% is too tight to trust" : "fits")
+               : "does not fit")
+    << "\n";
+  if (l.pp > 1) {
+    o << "\nstage  layers  alive   params    grads   master    optim transient    activ    total  headroom\n";
+    for (const auto& s : b.stages) {
+      std::snprintf(buf, sizeof buf, "%5d %7lld %6lld", s.stage, static_cast<long long>(s.layers),
+                    static_cast<long long>(s.layer_activations));
+      o << buf;
+      for (auto v : {s.params, s.grads, s.master, s.optimizer}) o << " " << num8(v);
+      o << "  " << num8(s.transient) << " " << num8(s.activations) << " " << num8(s.total) << "  " << num8(s.headroom)
+        << (s.stage == b.worst ? "  <- worst" : "") << "\n";
+    }
+  }
+}
+
+nlohmann::json plan_json(const problem& p, const breakdown& b) {
+  nlohmann::json j = inputs_json(p);
+  j["schema"] = "headroom.plan/1";
+  j["layout"] = layout_json(b.where);
+  j["params"] = {{"total", b.basis.params.total},
+                 {"stated", b.basis.params.stated},
+                 {"per_layer", b.basis.params.per_layer},
+                 {"embedding", b.basis.params.embedding},
+                 {"output", b.basis.params.output}};
+  nlohmann::json ledger = nlohmann::json::array();
+  for (const auto& e : b.basis.ledger)
+    ledger.push_back({{"name", e.name},
+                      {"formula", e.formula},
+                      {"shape", e.shape},
+                      {"dtype_bytes", e.dtype_bytes},
+                      {"bytes", e.bytes},
+                      {"role", e.role == act_role::layer_input      ? "layer_input"
+                               : e.role == act_role::attention_core ? "attention_core"
+                                                                    : "saved"}});
+  j["ledger"] = ledger;
+  j["layer_activation_bytes"] = {{"none", b.basis.per_layer.none},
+                                 {"selective", b.basis.per_layer.selective},
+                                 {"full", b.basis.per_layer.full}};
+  j["microbatches_per_step"] = b.basis.microbatches;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : b.stages) stages.push_back(stage_json(p, s));
+  j["stages"] = stages;
+  j["worst_stage"] = b.worst;
+  j["fits"] = b.fits();
+  return j;
+}
+
+void write_plan_csv(std::ostream& o, const problem&, const breakdown& b) {
+  o << stage_csv_header << ",worst\n";
+  for (const auto& s : b.stages) {
+    stage_csv(o, s);
+    o << ',' << (s.stage == b.worst ? "true" : "false") << "\n";
+  }
+}
+
+void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top) {
+  o << "headroom plan --suggest: " << p.model.name << " on " << s.gpus << " GPUs, seq " << p.training.seq
+    << ", micro-batch " << p.training.micro_batch << ", " << p.precision.name << "; " << s.evaluated
+    << " layouts evaluated, " << s.fitting.size() << " fit\n";
+  o << "predicted by the analytic model (not measured); GiB per GPU, worst rank; cost = extra step time "
+       "(recompute, bubble, exposed communication)\n\n";
+  write_table_header(o, p, true);
+  write_table_rule(o, true);
+  std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+  for (std::size_t i = 0; i < n; ++i) write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+  // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
+  std::vector<std::string> shown;
+  for (std::size_t i = 0; i < n; ++i) shown.push_back(strategy_name(s.fitting[i].where));
+  bool heading = false;
+  for (std::size_t i = n; i < s.fitting.size(); ++i) {
+    const std::string name = strategy_name(s.fitting[i].where);
+    if (std::find(shown.begin(), shown.end(), name) != shown.end()) continue;
+    shown.push_back(name);
+    if (!heading) o << "best layout of each strategy not shown above:\n";
+    heading = true;
+    write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+  }
+  write_table_rule(o, true);
+  if (s.fitting.empty()) {
+    o << "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n";
+    o << explain_nothing_fits(p, s);
+    return;
+  }
+  if (n < s.fitting.size()) o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
+  const auto& best = s.fitting.front();
+  o << "first: " << strategy_name(best.where) << " (" << axes_string(best.where) << "): recompute "
+    << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic " << pct(best.cost.tp_comm)
+    << ", exposed dp traffic " << pct(best.cost.dp_exposed) << "; headroom " << gib_str(best.worst.headroom) << " GiB ("
+    << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1) << "%)\n";
+  o << "tight = fits with under 5% headroom, too tight to trust; ranked after the rest\n";
+}
+
+nlohmann::json suggest_json(const problem& p, const suggestion& s) {
+  nlohmann::json j = inputs_json(p);
+  j["schema"] = "headroom.suggest/1";
+  j["gpus"] = s.gpus;
+  j["evaluated"] = s.evaluated;
+  j["bound"] = {{"shardable_bytes_per_param", s.bound.shardable_per_param},
+                {"state_total_bytes", s.bound.state_total},
+                {"state_per_gpu_bytes", s.bound.per_gpu},
+                {"usable_bytes", s.bound.usable},
+                {"proves_nothing_fits", s.bound.impossible}};
+  nlohmann::json f = nlohmann::json::array();
+  for (const auto& c : s.fitting) f.push_back(candidate_json(p, c));
+  j["fitting"] = f;
+  j["fits"] = !s.fitting.empty();
+  return j;
+}
+
+void write_suggest_csv(std::ostream& o, const problem&, const suggestion& s) {
+  o << "rank,gpus,tp,pp,cp,dp,vpp,zero,recompute,sequence_parallel," << stage_csv_header
+    << ",cost_total,cost_recompute,cost_bubble,cost_tp_comm,cost_dp_exposed,dp_bytes_per_gpu,tight\n";
+  int rank = 1;
+  for (const auto& c : s.fitting) {
+    const auto& l = c.where;
+    o << rank++ << ',' << l.gpus << ',' << l.tp << ',' << l.pp << ',' << l.cp << ',' << l.dp() << ',' << l.vpp << ','
+      << l.zero << ',' << to_string(l.recompute) << ',' << (l.sp() ? "true" : "false") << ',';
+    stage_csv(o, c.worst);
+    o << ',' << c.cost.total << ',' << c.cost.recompute << ',' << c.cost.bubble << ',' << c.cost.tp_comm << ','
+      << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes) << ',' << (c.tight ? "true" : "false")
+      << "\n";
+  }
+}
+
+void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top) {
+  o << "headroom plan --min-gpus: " << p.model.name << ", seq " << p.training.seq << ", micro-batch "
+    << p.training.micro_batch << ", " << p.precision.name << " (predicted by the analytic model)\n\n";
+  o << explain_min_gpus(p, r);
+  if (!r.n_min) {
+    o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated << " layouts evaluated)\n";
+    return;
+  }
+  auto show = [&](const char* what, int n, const suggestion& s) {
+    o << "\n" << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
+    write_table_header(o, p, true);
+    write_table_rule(o, true);
+    std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+    for (std::size_t i = 0; i < k; ++i) write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+    write_table_rule(o, true);
+  };
+  show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
+  if (r.n_pow2) show("smallest power of two with a fitting layout", *r.n_pow2, *r.at_pow2);
+  o << "\n" << r.evaluated << " layouts evaluated in all\n";
+}
+
+nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
+  nlohmann::json j = inputs_json(p);
+  j["schema"] = "headroom.min_gpus/1";
+  j["seed_bound"] = r.seed_bound;
+  j["strict_bound"] = r.strict_bound;
+  j["full_recompute_activation_bytes"] = r.full_recompute_activations;
+  j["first_candidate"] = r.first_candidate;
+  j["min_gpus"] = r.n_min ? nlohmann::json(*r.n_min) : nlohmann::json(nullptr);
+  j["min_gpus_power_of_two"] = r.n_pow2 ? nlohmann::json(*r.n_pow2) : nlohmann::json(nullptr);
+  if (r.at_min && !r.at_min->fitting.empty()) j["best_at_min"] = candidate_json(p, r.at_min->fitting.front());
+  if (r.at_pow2 && !r.at_pow2->fitting.empty()) j["best_at_power_of_two"] = candidate_json(p, r.at_pow2->fitting.front());
+  j["evaluated"] = r.evaluated;
+  return j;
+}
+
+}  // namespace headroom::cli

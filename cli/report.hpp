@@ -1,0 +1,41 @@
+// report.hpp: writers over the planner's results: the seed's table, per-stage breakdowns, JSON and CSV.
+// Every byte count goes out as an integer in JSON and CSV; GiB only in the human table.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/estimate.hpp"
+#include "planner/suggest.hpp"
+
+namespace headroom::cli {
+
+// The seed's table header (plus a cost column) and its rule line.
+void write_table_header(std::ostream& o, const problem& p, bool with_cost);
+void write_table_rule(std::ostream& o, bool with_cost);
+// One table row for a layout's worst stage.
+void write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
+                     const layout_cost* cost);
+// Returns the seed's strategy name: "ZeRO-3 + selective recompute".
+std::string strategy_name(const layout& l);
+
+// A plan: heading, the table row, the worst rank's terms, every stage when pp > 1.
+void write_plan_text(std::ostream& o, const problem& p, const breakdown& b);
+nlohmann::json plan_json(const problem& p, const breakdown& b);
+void write_plan_csv(std::ostream& o, const problem& p, const breakdown& b);
+
+// --suggest: heading, ranked table (top `top`, 0 = all), "nothing fits" and the proof.
+void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top);
+nlohmann::json suggest_json(const problem& p, const suggestion& s);
+void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s);
+
+// --min-gpus: the derivation, the smallest N and power of two, and the best layouts there.
+void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top);
+nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r);
+
+// The inputs every JSON document repeats: tool version, model, recipe, training and device.
+nlohmann::json inputs_json(const problem& p);
+
+}  // namespace headroom::cli

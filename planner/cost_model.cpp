@@ -1,0 +1,47 @@
+// cost_model.cpp: the ranking terms of --suggest (see cost_model.hpp).
+#include "cost_model.hpp"
+
+#include <algorithm>
+
+namespace headroom {
+
+layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, const cost_model& c) {
+  layout_cost r;
+  const double s = static_cast<double>(p.training.seq), h = static_cast<double>(p.model.hidden);
+  const double L = static_cast<double>(p.model.layers), V = static_cast<double>(p.model.vocab);
+  const double attn = s / (6 * h);
+  // Korthikanti et al. (arXiv 2205.05198), model FLOPs 72BLsh^2(1 + s/6h + V/16Lh): full recomputation
+  // repeats the forward (+1/3); selective repeats the attention core (GPT-3 175B: 2.7%).
+  if (l.recompute == recompute_mode::full) r.recompute = 1.0 / 3.0;
+  else if (l.recompute == recompute_mode::selective) r.recompute = attn / (1 + attn + V / (16 * L * h));
+
+  const double M = static_cast<double>(microbatches_per_step(p, l));
+  r.bubble = (l.pp - 1) / (M * l.vpp);
+
+  const double tokens = M * static_cast<double>(p.training.micro_batch) * l.dp() * s;
+  const double flops_per_gpu = 6.0 * static_cast<double>(pc.total) * tokens * (1 + attn) / l.gpus;
+  const double compute_s = flops_per_gpu * (1 + r.recompute) / (c.tflops * 1e12 * c.mfu);
+
+  if (l.tp > 1) {
+    // Per layer and micro-batch: 2 collectives forward, 2 backward (+2 when the forward is recomputed),
+    // each moving 2(t-1)/t of an s x b x h activation; the same for all-gather/reduce-scatter under sp.
+    const double t = l.tp;
+    const double act = s / l.cp * static_cast<double>(p.training.micro_batch) * h *
+                       static_cast<double>(p.precision.activation_bytes);
+    const double per_layer = (l.recompute == recompute_mode::full ? 6 : 4) * 2 * (t - 1) / t * act;
+    const double bytes = per_layer * (L / l.pp) * M;
+    r.tp_comm = bytes / (c.intra_node_gbs * 1e9) / compute_s;
+  }
+  const double D = l.shard_degree();
+  if (D > 1) {
+    const double rank_params = static_cast<double>(pc.total) / (static_cast<double>(l.tp) * l.pp);
+    const double pbytes = static_cast<double>(p.precision.bytes_of(buffer_kind::params));
+    r.dp_bytes = (l.zero == 3 ? 3 : 2) * rank_params * pbytes * (D - 1) / D;
+    const double bw = (l.gpus > p.device.gpus_per_node ? c.inter_node_gbs : c.intra_node_gbs) * 1e9;
+    r.dp_exposed = std::max(0.0, r.dp_bytes / bw - compute_s) / compute_s;
+  }
+  r.total = r.recompute + r.bubble + r.tp_comm + r.dp_exposed;
+  return r;
+}
+
+}  // namespace headroom

@@ -1,0 +1,121 @@
+// estimate.cpp: the per-stage analytic memory model (see estimate.hpp and docs/model.md).
+#include "estimate.hpp"
+
+#include <algorithm>
+
+#include "errors.hpp"
+
+namespace headroom {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX / 4 : r;
+}
+}  // namespace
+
+std::int64_t microbatches_per_step(const problem& p, const layout& l) {
+  return std::max<std::int64_t>(1, ceil_div(p.training.global_batch, p.training.micro_batch * l.dp()));
+}
+
+stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const layout& l, int stage) {
+  stage_breakdown s;
+  s.stage = stage;
+  const std::int64_t L = p.model.layers;
+  s.layers = L / l.pp;
+  const bool first = stage == 0, last = stage == l.pp - 1;
+
+  // Parameters this rank owns. A stated Ψ is spread evenly (the seed's convention); a derived one puts
+  // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
+  std::int64_t stage_params = 0;
+  if (pc.stated) {
+    stage_params = pc.total / l.pp;  // layers divide evenly, so this is Psi * (L/pp) / L
+  } else {
+    stage_params = s.layers * pc.per_layer;
+    if (first) stage_params += pc.embedding;
+    if (last) stage_params += pc.output + (l.pp > 1 ? pc.output_tied : 0);
+  }
+  s.params_on_rank = ceil_div(stage_params, l.tp);
+
+  const std::int64_t shards = l.shard_degree();
+  const auto& bufs = p.precision.buffers;
+  for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
+    const auto& b = bufs[i];
+    std::int64_t bytes = b.bytes * s.params_on_rank;
+    if (l.zero >= b.shard_from) bytes = ceil_div(bytes, shards);
+    const bool offloaded =
+        l.offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer);
+    if (offloaded) {
+      s.host_offload += bytes;
+      continue;
+    }
+    s.buffer_bytes[i] = bytes;
+    switch (b.kind) {
+      case buffer_kind::params: s.params += bytes; break;
+      case buffer_kind::grads: s.grads += bytes; break;
+      case buffer_kind::master: s.master += bytes; break;
+      case buffer_kind::optimizer: s.optimizer += bytes; break;
+    }
+  }
+  s.persistent = s.params + s.grads + s.master + s.optimizer;
+
+  // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
+  if (l.zero == 3 && shards > 1) {
+    const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, s.layers);
+    s.transient = units * pc.per_layer * p.precision.bytes_of(buffer_kind::params) / (static_cast<std::int64_t>(l.tp) * l.pp);
+  }
+  s.state = s.persistent + s.transient;
+
+  // 1F1B: stage k keeps min(pp - k, M) micro-batches of its layers. Interleaved (vpp > 1), Megatron's
+  // warm-up keeps 2(pp-k-1) + (vpp-1)pp + 1 chunks of L/(pp*vpp) layers; for k = 0 that is the factor
+  // (1 + (pp-1)/(pp*vpp)) of memory-facts.md.
+  const std::int64_t M = microbatches_per_step(p, l);
+  if (l.vpp == 1) {
+    s.layer_activations = s.layers * std::min<std::int64_t>(l.pp - stage, M);
+  } else {
+    const std::int64_t chunks =
+        std::min<std::int64_t>(2 * (l.pp - stage - 1) + static_cast<std::int64_t>(l.vpp - 1) * l.pp + 1, M * l.vpp);
+    s.layer_activations = chunks * (s.layers / l.vpp);
+  }
+  s.activations = sat_mul(s.layer_activations, per_layer.of(l.recompute));
+  if (last) s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
+                                              p.training.attention, p.precision.activation_bytes});
+
+  s.reserve = p.device.reserve;
+  s.capacity = p.device.capacity;
+  s.total = s.state + s.activations + s.reserve;
+  s.headroom = s.capacity - s.total;
+  s.fits = s.total <= s.capacity;
+  return s;
+}
+
+stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const layout& l) {
+  stage_breakdown a = evaluate_stage(p, pc, per_layer, l, 0);
+  if (l.pp == 1) return a;
+  stage_breakdown b = evaluate_stage(p, pc, per_layer, l, l.pp - 1);
+  return b.total > a.total ? b : a;
+}
+
+breakdown estimate(const problem& p, const layout& l) {
+  validate(p.model);
+  validate(p.training, p.device);
+  validate(p, l);
+  breakdown r;
+  r.where = l;
+  r.basis.params = count_params(p.model);
+  r.basis.ledger = layer_ledger(p.model, shape_of(p, l));
+  r.basis.per_layer = sum_ledger(r.basis.ledger);
+  r.basis.microbatches = microbatches_per_step(p, l);
+  // Overflow guard for the inner loop: the largest activation product must stay in int64.
+  detail::checked_mul(r.basis.per_layer.none, p.model.layers * std::max(1, l.pp) * 2, "activations");
+  for (int k = 0; k < l.pp; ++k) {
+    r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, l, k));
+    if (r.stages.back().total > r.stages[static_cast<std::size_t>(r.worst)].total) r.worst = k;
+  }
+  return r;
+}
+
+}  // namespace headroom

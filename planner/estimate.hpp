@@ -1,0 +1,71 @@
+// estimate.hpp: the per-GPU memory of one layout, stage by stage: state (the recipe's buffers after
+// tp / pp / ZeRO division), the ZeRO-3 gather transient, activations (ledger x layers x micro-batches in
+// flight), and the reserve. This is the seed's analytic model; every figure is "predicted".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "layout.hpp"
+#include "ledger.hpp"
+#include "model_spec.hpp"
+
+namespace headroom {
+
+// One pipeline stage's rank, in bytes unless said otherwise.
+struct stage_breakdown {
+  int stage = 0;
+  std::int64_t layers = 0;             // transformer layers on this stage
+  std::int64_t params_on_rank = 0;     // parameters this rank owns before ZeRO sharding (count, not bytes)
+  std::array<std::int64_t, max_recipe_buffers> buffer_bytes{};  // per recipe buffer, on the GPU
+  std::int64_t params = 0, grads = 0, master = 0, optimizer = 0;  // buffer bytes by kind, on the GPU
+  std::int64_t host_offload = 0;       // master + optimizer bytes held in host memory instead
+  std::int64_t persistent = 0;         // params + grads + master + optimizer
+  std::int64_t transient = 0;          // ZeRO-3: unsharded layers gathered in flight
+  std::int64_t state = 0;              // persistent + transient (the seed's "state" column)
+  std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
+  std::int64_t activations = 0;
+  std::int64_t logits = 0;             // one fp32 logits copy on the last stage; in the reserve, not added
+  std::int64_t reserve = 0;
+  std::int64_t total = 0;              // state + activations + reserve
+  std::int64_t capacity = 0;
+  std::int64_t headroom = 0;           // capacity - total (negative when it does not fit)
+  bool fits = false;
+};
+
+// Everything a layout's figures derive from that does not depend on the stage.
+struct plan_basis {
+  param_counts params;
+  std::vector<ledger_entry> ledger;  // one layer, one micro-batch, this rank
+  activation_sums per_layer;         // sums of `ledger`
+  std::int64_t microbatches = 1;     // per step: ceil(global batch / (micro-batch x dp))
+};
+
+struct breakdown {
+  layout where;
+  plan_basis basis;
+  std::vector<stage_breakdown> stages;  // one per pipeline stage
+  int worst = 0;                        // index of the stage with the largest total
+
+  const stage_breakdown& worst_stage() const { return stages[static_cast<std::size_t>(worst)]; }
+  bool fits() const { return worst_stage().fits; }
+};
+
+// Returns the micro-batches per step of `l`: ceil(global batch / (micro-batch x dp)).
+std::int64_t microbatches_per_step(const problem& p, const layout& l);
+
+// Returns the breakdown of one stage, given the precomputed per-layer sums. No allocation: this is the
+// inner loop of --suggest.
+stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const layout& l, int stage);
+
+// Returns the stage with the largest total. Only the first and the last stage can be the worst: middle
+// stages hold the same layers, fewer micro-batches in flight, and neither embedding nor output layer.
+stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const layout& l);
+
+// Validates `l` against `p` and returns every stage's breakdown. Throws bad_input.
+breakdown estimate(const problem& p, const layout& l);
+
+}  // namespace headroom

@@ -1,0 +1,86 @@
+// layout.cpp: validation and naming of layouts.
+#include "layout.hpp"
+
+#include "errors.hpp"
+
+namespace headroom {
+
+const char* to_string(recompute_mode r) {
+  switch (r) {
+    case recompute_mode::none: return "none";
+    case recompute_mode::selective: return "selective";
+    case recompute_mode::full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(attention_kind a) { return a == attention_kind::eager ? "eager" : "flash"; }
+
+std::string axes_string(const layout& l) {
+  std::string s = "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp());
+  if (l.cp > 1) s += " cp=" + std::to_string(l.cp);
+  if (l.vpp > 1) s += " vpp=" + std::to_string(l.vpp);
+  if (l.sp()) s += " sp";
+  return s;
+}
+
+std::string zero_name(const layout& l) {
+  std::string s = l.zero == 0 ? (l.shard_degree() > 1 ? "DDP" : "no DP") : "ZeRO-" + std::to_string(l.zero);
+  if (l.offload_optimizer) s += "+offload";
+  return s;
+}
+
+void validate(const training_spec& t, const device_spec& d) {
+  if (t.seq <= 0) throw bad_input("seq", "must be positive, got " + std::to_string(t.seq));
+  if (t.seq > 100'000'000) throw bad_input("seq", "is absurd (" + std::to_string(t.seq) + ")");
+  if (t.micro_batch <= 0) throw bad_input("micro-batch", "must be positive, got " + std::to_string(t.micro_batch));
+  if (t.micro_batch > 1'000'000) throw bad_input("micro-batch", "is absurd (" + std::to_string(t.micro_batch) + ")");
+  if (t.global_batch <= 0) throw bad_input("global-batch", "must be positive");
+  if (t.global_batch > 1'000'000'000) throw bad_input("global-batch", "is absurd");
+  if (d.capacity <= 0) throw bad_input("gpu-mem", "must be positive");
+  if (d.reserve < 0) throw bad_input("reserve", "must not be negative");
+  if (d.reserve >= d.capacity) throw bad_input("reserve", "must be smaller than gpu-mem");
+  if (d.gpus_per_node <= 0) throw bad_input("gpus-per-node", "must be positive");
+}
+
+void validate(const problem& p, const layout& l) {
+  const auto& m = p.model;
+  auto pos = [](int v, const char* f) {
+    if (v <= 0) throw bad_input(f, "must be positive, got " + std::to_string(v));
+  };
+  pos(l.gpus, "gpus");
+  pos(l.tp, "tp");
+  pos(l.pp, "pp");
+  pos(l.cp, "cp");
+  pos(l.vpp, "vpp");
+  if (l.gpus > 10'000'000) throw bad_input("gpus", "is absurd (" + std::to_string(l.gpus) + ")");
+  if (l.zero < 0 || l.zero > 3) throw bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
+  if (l.zero3_inflight_units < 0 || l.zero3_inflight_units > 1000)
+    throw bad_input("zero3-inflight-units", "must be between 0 and 1000");
+  const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
+  if (tpc > l.gpus || l.gpus % tpc != 0)
+    throw bad_input("gpus", "tp*pp*cp = " + std::to_string(tpc) + " does not divide " + std::to_string(l.gpus) + " GPUs");
+  if (l.tp > p.device.gpus_per_node)
+    throw bad_input("tp", "tp=" + std::to_string(l.tp) + " crosses a node of " + std::to_string(p.device.gpus_per_node) +
+                              " GPUs (tensor parallelism stays inside a node)");
+  if (m.heads % l.tp != 0)
+    throw bad_input("tp", "heads (" + std::to_string(m.heads) + ") not divisible by tp=" + std::to_string(l.tp));
+  if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
+    throw bad_input("tp", "kv heads (" + std::to_string(m.kv_heads) + ") and tp=" + std::to_string(l.tp) +
+                              ": neither divides the other");
+  if (m.ffn_hidden % l.tp != 0)
+    throw bad_input("tp", "ffn hidden (" + std::to_string(m.ffn_hidden) + ") not divisible by tp=" + std::to_string(l.tp));
+  if (m.layers % l.pp != 0)
+    throw bad_input("pp", "layers (" + std::to_string(m.layers) + ") not divisible by pp=" + std::to_string(l.pp));
+  if ((m.layers / l.pp) % l.vpp != 0)
+    throw bad_input("vpp", "layers per stage (" + std::to_string(m.layers / l.pp) + ") not divisible by vpp=" +
+                               std::to_string(l.vpp));
+  if (l.vpp > 1 && l.pp == 1) throw bad_input("vpp", "interleaving needs pp > 1");
+  if (p.training.seq % l.cp != 0)
+    throw bad_input("cp", "sequence (" + std::to_string(p.training.seq) + ") not divisible by cp=" + std::to_string(l.cp));
+  if (l.sp() && (p.training.seq / l.cp) % l.tp != 0)
+    throw bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
+                              std::to_string(p.training.seq / l.cp) + ") divisible by tp=" + std::to_string(l.tp));
+}
+
+}  // namespace headroom

@@ -1,0 +1,70 @@
+// layout.hpp: how a job is laid out over GPUs (tp, pp, cp, dp, ZeRO stage, recompute) and the training
+// and device settings a plan is made for. One `problem` plus one `layout` is one plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model_spec.hpp"
+#include "recipe.hpp"
+#include "units.hpp"
+
+namespace headroom {
+
+enum class recompute_mode { none, selective, full };
+enum class attention_kind { eager, flash };
+
+struct training_spec {
+  std::int64_t seq = 2048;
+  std::int64_t micro_batch = 1;
+  std::int64_t global_batch = 1536;  // sequences per step; sets the micro-batches per step (GPT-3: 1536 x 2048)
+  attention_kind attention = attention_kind::eager;
+};
+
+struct device_spec {
+  std::int64_t capacity = 192 * gib;  // bytes of one GPU
+  std::int64_t reserve = 10 * gib;    // bytes kept back for context, NCCL, fragmentation (the seed's guess)
+  int gpus_per_node = 8;
+};
+
+struct layout {
+  int gpus = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;
+  int vpp = 1;  // virtual (interleaved) stages per pipeline rank
+  int zero = 0;
+  recompute_mode recompute = recompute_mode::none;
+  bool sequence_parallel = true;  // only meaningful when tp > 1
+  bool offload_optimizer = false; // ZeRO-Offload: master and optimizer states in host memory
+  int zero3_inflight_units = 2;   // unsharded layers gathered at once under ZeRO-3
+
+  // Returns the data-parallel degree N / (tp * pp * cp).
+  int dp() const { return gpus / (tp * pp * cp); }
+  // Returns the number of ranks ZeRO shards over (dp * cp, as Megatron's distributed optimizer does).
+  int shard_degree() const { return dp() * cp; }
+  bool sp() const { return sequence_parallel && tp > 1; }
+};
+
+struct problem {
+  model_spec model;
+  recipe precision;  // bytes per parameter of each buffer, and of activations
+  training_spec training;
+  device_spec device;
+};
+
+// Throws bad_input naming the first field of the layout that does not fit the model or the GPU count:
+// heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp), tp * pp * cp not
+// dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence parallelism).
+void validate(const problem& p, const layout& l);
+// Throws bad_input when the training or device settings are non-positive or absurd.
+void validate(const training_spec& t, const device_spec& d);
+
+const char* to_string(recompute_mode r);
+const char* to_string(attention_kind a);
+// Returns "tp=2 pp=1 dp=16" plus " cp=2", " vpp=2", " sp" when they apply.
+std::string axes_string(const layout& l);
+// Returns the seed's strategy name: "DDP", "ZeRO-1".."ZeRO-3" (+ " + offload").
+std::string zero_name(const layout& l);
+
+}  // namespace headroom

@@ -1,0 +1,87 @@
+// ledger.cpp: the per-layer activation ledger (see ledger.hpp). For a GPT-3 layer (eager attention,
+// dropout, GeLU, 4h MLP, tp = 1) the entries sum to s*b*h*(34 + 5*a*s/h) bytes exactly.
+#include "ledger.hpp"
+
+#include "errors.hpp"
+
+namespace headroom {
+
+ledger_shape shape_of(const problem& p, const layout& l) {
+  return {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp, p.training.attention, p.precision.activation_bytes};
+}
+
+namespace {
+std::int64_t product(const std::vector<std::int64_t>& shape, std::int64_t dtype) {
+  std::int64_t r = dtype;
+  for (auto d : shape) r = detail::checked_mul(r, d, "activation ledger");
+  return r;
+}
+}  // namespace
+
+std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s) {
+  const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch;
+  const std::int64_t s_local = s.seq / s.cp;               // tokens of this cp rank
+  const std::int64_t s_sp = s.sp ? s_local / t : s_local;  // rows outside the tp-split regions
+  const std::int64_t heads = m.heads / t;
+  const std::int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;  // fewer kv heads than tp: replicated
+  const std::int64_t q_width = heads * m.head_dim, kv_width = kv * m.head_dim;
+  const std::int64_t f = m.ffn_hidden / t, h = m.hidden;
+  // "/t" in a formula: split by tensor parallelism; "/T": split only with sequence parallelism.
+  const std::string cpdiv = s.cp > 1 ? "/cp" : "";
+  std::vector<ledger_entry> out;
+  auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype,
+                 act_role role) {
+    ledger_entry e{std::move(name), std::move(formula) + cpdiv, std::move(shape), dtype, 0, role};
+    e.bytes = product(e.shape, dtype);
+    out.push_back(std::move(e));
+  };
+  const std::string T = s.sp ? "/t" : "";
+  const std::string a16 = std::to_string(act);
+  add("ln1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::layer_input);
+  add("attn.qkv.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  add("attn.q", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
+  add("attn.k", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
+  if (s.attention == attention_kind::eager) {
+    add("attn.softmax.output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
+    if (m.dropout) {
+      add("attn.softmax.dropout_mask", "1*a*s^2*b/t", {b, heads, s_local, s.seq}, 1, act_role::attention_core);
+      add("attn.softmax.dropout_output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act,
+          act_role::attention_core);
+    }
+  } else {
+    // A flash kernel keeps no s x s tensor, only the fp32 log-sum-exp of each row.
+    add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
+  }
+  add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
+  add("attn.proj.input", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
+  if (m.dropout) add("attn.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
+  add("ln2.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  if (m.mlp == mlp_kind::gelu) {
+    add("mlp.gelu.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+  } else {
+    // Megatron's fused SwiGLU keeps gate and up and recomputes SiLU in backward.
+    add("mlp.gate", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+    add("mlp.up", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+  }
+  add("mlp.fc2.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+  if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
+  return out;
+}
+
+activation_sums sum_ledger(const std::vector<ledger_entry>& ledger) {
+  activation_sums s;
+  for (const auto& e : ledger) {
+    s.none = detail::checked_add(s.none, e.bytes, "activation ledger");
+    if (e.role != act_role::attention_core) s.selective += e.bytes;
+    if (e.role == act_role::layer_input) s.full += e.bytes;
+  }
+  return s;
+}
+
+std::int64_t logits_bytes(const model_spec& m, const ledger_shape& s) {
+  std::int64_t tokens = detail::checked_mul(s.seq / s.cp, s.micro_batch, "logits");
+  return detail::checked_mul(detail::checked_mul(tokens, (m.vocab + s.tp - 1) / s.tp, "logits"), 4, "logits");
+}
+
+}  // namespace headroom

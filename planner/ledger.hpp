@@ -1,0 +1,67 @@
+// ledger.hpp: the one inventory of the tensors a transformer layer keeps for its backward pass.
+// The planner sums it (activations), `--explain` prints it, and the probes replay it, so that predicted
+// and measured always speak of the same tensors. Formulas: Korthikanti et al., arXiv 2205.05198, and
+// ../shared/reference/memory-facts.md; docs/model.md derives each line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layout.hpp"
+#include "model_spec.hpp"
+
+namespace headroom {
+
+enum class act_role {
+  layer_input,     // the layer's input: the one tensor full recomputation keeps
+  saved,           // kept without recomputation and with selective recomputation
+  attention_core,  // the attention core's internals: dropped by selective recomputation
+};
+
+struct ledger_entry {
+  std::string name;                 // "attn.softmax.output"
+  std::string formula;              // closed form of `bytes` on one rank, e.g. "2*a*s^2*b/t"
+  std::vector<std::int64_t> shape;  // the tensor's shape on one rank, after tp / sp / cp division
+  std::int64_t dtype_bytes = 2;
+  std::int64_t bytes = 0;           // product of shape times dtype_bytes
+  act_role role = act_role::saved;
+};
+
+// What the per-layer ledger depends on besides the model.
+struct ledger_shape {
+  std::int64_t seq = 2048;
+  std::int64_t micro_batch = 1;
+  int tp = 1;
+  bool sp = false;  // sequence parallel: the tensors outside the tp-split regions are divided by tp too
+  int cp = 1;
+  attention_kind attention = attention_kind::eager;
+  std::int64_t activation_bytes = 2;
+};
+
+// Returns the ledger shape of one layout of a problem.
+ledger_shape shape_of(const problem& p, const layout& l);
+
+// Returns, in order of creation in the forward pass, the tensors one layer keeps for backward for one
+// micro-batch on one rank, without recomputation. Throws bad_input if a byte count would overflow.
+std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s);
+
+// Bytes one layer keeps per micro-batch under each recompute mode.
+struct activation_sums {
+  std::int64_t none = 0;
+  std::int64_t selective = 0;  // without the attention core
+  std::int64_t full = 0;       // the layer input only
+  // Returns the bytes kept under `r`.
+  std::int64_t of(recompute_mode r) const {
+    return r == recompute_mode::none ? none : r == recompute_mode::selective ? selective : full;
+  }
+};
+
+// Returns the per-layer sums of a ledger under each recompute mode, in bytes.
+activation_sums sum_ledger(const std::vector<ledger_entry>& ledger);
+
+// Returns the bytes of one fp32 copy of the logits on the last stage (tokens x vocab / tp x 4). The seed
+// leaves logits to the reserve; the planner reports them but does not add them.
+std::int64_t logits_bytes(const model_spec& m, const ledger_shape& s);
+
+}  // namespace headroom

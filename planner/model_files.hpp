@@ -1,0 +1,34 @@
+// model_files.hpp: where model specs come from: presets by name, model files, HuggingFace config.json.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model_spec.hpp"
+
+namespace headroom {
+
+// Returns the preset directory: $HEADROOM_PRESET_DIR when set, else the presets/ folder of the source tree
+// this binary was built from.
+std::string preset_dir();
+
+// Returns the names of the presets in `dir` (file names without .json), sorted.
+std::vector<std::string> list_presets(const std::string& dir);
+
+// Returns the preset `name` from `dir`. Throws bad_input("preset", ...) naming the known presets when
+// there is no such file, and bad_input naming the field when the file is malformed.
+model_spec load_preset(const std::string& name, const std::string& dir);
+
+// Returns the model in a file of the preset format. Throws bad_input on a missing file, malformed or
+// truncated JSON, or a bad field.
+model_spec load_model_file(const std::string& path);
+
+// Returns the model a HuggingFace config.json describes (model_type llama, mistral, qwen2, gpt2,
+// gpt_neox, bloom, opt, falcon). Throws bad_input naming a missing field or an unknown model_type.
+model_spec model_from_hf_config(const nlohmann::json& config, const std::string& origin);
+model_spec load_hf_config(const std::string& path);
+
+// Returns the parsed JSON of a file; throws bad_input("<path>", "...") when missing or malformed.
+nlohmann::json read_json_file(const std::string& path);
+
+}  // namespace headroom

@@ -1,0 +1,135 @@
+// recipe.cpp: the built-in precision recipes and the JSON format of custom ones.
+#include "recipe.hpp"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "errors.hpp"
+#include "json_fields.hpp"
+#include "model_files.hpp"
+
+namespace headroom {
+
+std::int64_t recipe::bytes_per_param() const {
+  std::int64_t s = 0;
+  for (const auto& b : buffers) s += b.bytes;
+  return s;
+}
+
+std::int64_t recipe::bytes_of(buffer_kind k) const {
+  std::int64_t s = 0;
+  for (const auto& b : buffers)
+    if (b.kind == k) s += b.bytes;
+  return s;
+}
+
+const char* to_string(buffer_kind k) {
+  switch (k) {
+    case buffer_kind::params: return "params";
+    case buffer_kind::grads: return "grads";
+    case buffer_kind::master: return "master";
+    case buffer_kind::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::vector<std::string> builtin_recipes() {
+  return {"bf16-adam", "fp32-adam", "fp16-adam", "bf16-adam-fp32-grads", "bf16-adam8bit"};
+}
+
+namespace {
+recipe builtin(const std::string& name) {
+  using k = buffer_kind;
+  if (name == "bf16-adam")  // the seed's table (a): ZeRO's 16Ψ
+    return {name,
+            {{"bf16 parameters", k::params, 2, 3},
+             {"bf16 gradients", k::grads, 2, 2},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2};
+  if (name == "fp32-adam")  // no master copy: the weights are the master
+    return {name,
+            {{"fp32 parameters", k::params, 4, 3},
+             {"fp32 gradients", k::grads, 4, 2},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            4};
+  if (name == "fp16-adam")  // mixed precision with loss scaling: same bytes as bf16
+    return {name,
+            {{"fp16 parameters", k::params, 2, 3},
+             {"fp16 gradients", k::grads, 2, 2},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2};
+  if (name == "bf16-adam-fp32-grads")  // Megatron --accumulate-allreduce-grads-in-fp32: main_grad is fp32
+    return {name,
+            {{"bf16 parameters", k::params, 2, 3},
+             {"fp32 gradient accumulation buffer", k::grads, 4, 2},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2};
+  if (name == "bf16-adam8bit")  // bitsandbytes 8-bit Adam: one byte per state (block scales ignored)
+    return {name,
+            {{"bf16 parameters", k::params, 2, 3},
+             {"bf16 gradients", k::grads, 2, 2},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (8-bit)", k::optimizer, 1, 1},
+             {"Adam v (8-bit)", k::optimizer, 1, 1}},
+            2};
+  return {};
+}
+}  // namespace
+
+recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
+  using namespace detail;
+  if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
+  recipe r;
+  r.name = opt_string_field(j, "name", origin).value_or(origin);
+  r.activation_bytes = opt_int_field(j, "activation_bytes", origin, 1, 8).value_or(2);
+  auto it = j.find("buffers");
+  if (it == j.end() || !it->is_array() || it->empty())
+    throw bad_input(origin + ".buffers", "must be a non-empty array");
+  if (it->size() > max_recipe_buffers)
+    throw bad_input(origin + ".buffers", "at most " + std::to_string(max_recipe_buffers) + " buffers");
+  int i = 0;
+  for (const auto& b : *it) {
+    std::string where = origin + ".buffers[" + std::to_string(i++) + "]";
+    recipe_buffer rb;
+    rb.name = opt_string_field(b, "name", where).value_or("buffer");
+    auto kind = opt_string_field(b, "kind", where);
+    if (!kind) throw bad_input(where + ".kind", "missing (params, grads, master or optimizer)");
+    if (*kind == "params") rb.kind = buffer_kind::params;
+    else if (*kind == "grads") rb.kind = buffer_kind::grads;
+    else if (*kind == "master") rb.kind = buffer_kind::master;
+    else if (*kind == "optimizer") rb.kind = buffer_kind::optimizer;
+    else throw bad_input(where + ".kind", "must be params, grads, master or optimizer, got '" + *kind + "'");
+    rb.bytes = int_field(b, "bytes", where, 1, 64);
+    int dflt = rb.kind == buffer_kind::params ? 3 : rb.kind == buffer_kind::grads ? 2 : 1;
+    rb.shard_from = static_cast<int>(opt_int_field(b, "shard_from", where, 1, 3).value_or(dflt));
+    r.buffers.push_back(rb);
+  }
+  return r;
+}
+
+nlohmann::json recipe_to_json(const recipe& r) {
+  nlohmann::json b = nlohmann::json::array();
+  for (const auto& x : r.buffers)
+    b.push_back({{"name", x.name}, {"kind", to_string(x.kind)}, {"bytes", x.bytes}, {"shard_from", x.shard_from}});
+  return {{"name", r.name}, {"activation_bytes", r.activation_bytes}, {"buffers", b}};
+}
+
+recipe load_recipe(const std::string& name_or_path) {
+  recipe r = builtin(name_or_path);
+  if (!r.buffers.empty()) return r;
+  if (std::filesystem::exists(name_or_path))
+    return recipe_from_json(read_json_file(name_or_path), std::filesystem::path(name_or_path).filename().string());
+  std::string known;
+  for (const auto& n : builtin_recipes()) known += (known.empty() ? "" : ", ") + n;
+  throw bad_input("recipe", "unknown recipe '" + name_or_path + "' (built in: " + known + "; or a JSON file)");
+}
+
+}  // namespace headroom

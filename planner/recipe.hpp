@@ -1,0 +1,46 @@
+// recipe.hpp: precision recipes. A recipe is the list of per-parameter buffers a rank keeps (weights,
+// gradients, master copy, optimizer states), each with its bytes per parameter and the ZeRO stage from
+// which it is sharded over the data-parallel ranks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace headroom {
+
+enum class buffer_kind { params, grads, master, optimizer };
+
+struct recipe_buffer {
+  std::string name;   // "bf16 parameters"
+  buffer_kind kind;   // what the buffer is, for offload and for the seed's columns
+  std::int64_t bytes; // bytes per parameter
+  int shard_from;     // ZeRO stage from which it is divided by dp (params 3, grads 2, master/optimizer 1)
+};
+
+struct recipe {
+  std::string name;
+  std::vector<recipe_buffer> buffers;
+  std::int64_t activation_bytes = 2;  // bytes of one activation element (16-bit by default)
+
+  // Returns the sum of bytes per parameter over all buffers (16 for the default recipe).
+  std::int64_t bytes_per_param() const;
+  // Returns the bytes per parameter of the buffers of one kind.
+  std::int64_t bytes_of(buffer_kind k) const;
+};
+
+inline constexpr std::size_t max_recipe_buffers = 8;
+
+// The built-in recipes: "bf16-adam" (the seed's default, 2+2+4+4+4), "fp32-adam", "fp16-adam",
+// "bf16-adam-fp32-grads", "bf16-adam8bit". Returns their names in that order.
+std::vector<std::string> builtin_recipes();
+// Returns the recipe called `name_or_path`: a built-in name, or a path to a JSON recipe file.
+// Throws bad_input naming the problem.
+recipe load_recipe(const std::string& name_or_path);
+recipe recipe_from_json(const nlohmann::json& j, const std::string& origin);
+nlohmann::json recipe_to_json(const recipe& r);
+const char* to_string(buffer_kind k);
+
+}  // namespace headroom

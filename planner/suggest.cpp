@@ -1,0 +1,161 @@
+// suggest.cpp: layout enumeration, ranking, minimum-GPU search and the state bound (see suggest.hpp).
+#include "suggest.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "errors.hpp"
+
+namespace headroom {
+
+state_bound bound_for(const problem& p, int gpus, bool offload_optimizer) {
+  state_bound b;
+  b.gpus = gpus;
+  for (const auto& buf : p.precision.buffers)
+    if (!(offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer)))
+      b.shardable_per_param += buf.bytes;
+  b.state_total = detail::checked_mul(b.shardable_per_param, count_params(p.model).total, "state");
+  b.per_gpu = b.state_total / gpus;
+  b.usable = p.device.capacity - p.device.reserve;
+  b.impossible = b.per_gpu > b.usable;
+  return b;
+}
+
+layout_search::layout_search(const problem& p, const search_axes& axes, const cost_model& costs)
+    : m_problem(p), m_axes(axes), m_costs(costs) {
+  validate(p.model);
+  validate(p.training, p.device);
+  m_params = count_params(p.model);
+  const auto& m = p.model;
+  const std::int64_t seq = p.training.seq;
+  std::vector<int> tps, cps;
+  for (int t = 1; t <= p.device.gpus_per_node; ++t) {
+    if (axes.tp && *axes.tp != t) continue;
+    if (m.heads % t || m.ffn_hidden % t || (m.kv_heads % t && t % m.kv_heads)) continue;
+    tps.push_back(t);
+  }
+  // Context parallelism is searched only where the sequence is long (>= 16k), in powers of two that leave
+  // at least 4k tokens per rank.
+  for (int c = 1; c <= 64; c *= 2) {
+    if (axes.cp ? *axes.cp != c : (c > 1 && (seq < 16384 || seq / c < 4096))) continue;
+    if (seq % c == 0) cps.push_back(c);
+  }
+  if (axes.cp && cps.empty()) throw bad_input("cp", "does not divide the sequence or is not a power of two");
+  for (int t : tps)
+    for (int c : cps)
+      for (bool sp : {true, false}) {
+        if (t == 1 && !sp) continue;  // sp means nothing without tp
+        if (axes.sequence_parallel && t > 1 && *axes.sequence_parallel != sp) continue;
+        if (sp && t > 1 && (seq / c) % t) continue;
+        ledger_shape shape{seq, p.training.micro_batch, t, sp && t > 1, c, p.training.attention,
+                           p.precision.activation_bytes};
+        auto sums = sum_ledger(layer_ledger(m, shape));
+        detail::checked_mul(sums.none, m.layers * 4, "activations");
+        m_variants.push_back({t, c, sp && t > 1, sums});
+      }
+  for (int q = 1; q <= m.layers; ++q)
+    if (m.layers % q == 0 && (!axes.pp || *axes.pp == q) && (m.layers / q) % axes.vpp == 0 && (axes.vpp == 1 || q > 1))
+      m_pp.push_back(q);
+  if (m_variants.empty() || m_pp.empty())
+    throw bad_input(m_variants.empty() ? "tp" : "pp", "no valid value for this model among the fixed axes");
+}
+
+template <class Visit>
+void layout_search::for_each_layout(int gpus, Visit&& visit) const {
+  static constexpr recompute_mode modes[] = {recompute_mode::none, recompute_mode::selective, recompute_mode::full};
+  layout l;
+  l.gpus = gpus;
+  l.vpp = m_axes.vpp;
+  l.offload_optimizer = m_axes.offload_optimizer;
+  l.zero3_inflight_units = m_axes.zero3_inflight_units;
+  for (const auto& v : m_variants) {
+    for (int q : m_pp) {
+      const std::int64_t tpc = static_cast<std::int64_t>(v.tp) * q * v.cp;
+      if (tpc > gpus || gpus % tpc) continue;
+      l.tp = v.tp;
+      l.cp = v.cp;
+      l.pp = q;
+      l.sequence_parallel = v.sp;
+      const bool sharded = gpus / tpc * v.cp > 1;
+      for (int z = 0; z <= 3; ++z) {
+        if (m_axes.zero ? *m_axes.zero != z : (!sharded && z > 0)) continue;
+        l.zero = z;
+        for (auto r : modes) {
+          if (m_axes.recompute && *m_axes.recompute != r) continue;
+          l.recompute = r;
+          if (!visit(l, v.sums)) return;
+        }
+      }
+    }
+  }
+}
+
+suggestion layout_search::suggest(int gpus) const {
+  if (gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(gpus));
+  suggestion s;
+  s.gpus = gpus;
+  s.bound = bound_for(m_problem, gpus, m_axes.offload_optimizer);
+  const std::int64_t tight_below = m_problem.device.capacity / 20;
+  for_each_layout(gpus, [&](const layout& l, const activation_sums& sums) {
+    ++s.evaluated;
+    candidate c{l, evaluate_worst(m_problem, m_params, sums, l), {}, false};
+    if (!s.smallest || c.worst.total < s.smallest->worst.total) s.smallest = c;
+    if (c.worst.fits) {
+      c.cost = cost_of(m_problem, m_params, l, m_costs);
+      c.tight = c.worst.headroom < tight_below;
+      s.fitting.push_back(c);
+    }
+    return true;
+  });
+  std::sort(s.fitting.begin(), s.fitting.end(), [](const candidate& a, const candidate& b) {
+    if (a.tight != b.tight) return !a.tight;
+    if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
+    if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
+    return a.worst.headroom > b.worst.headroom;
+  });
+  return s;
+}
+
+bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
+  bool found = false;
+  for_each_layout(gpus, [&](const layout& l, const activation_sums& sums) {
+    ++evaluated;
+    found = evaluate_worst(m_problem, m_params, sums, l).fits;
+    return !found;
+  });
+  return found;
+}
+
+min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
+  const problem& p = search.the_problem();
+  min_gpus_result r;
+  const state_bound b = bound_for(p, 1, false);
+  const double state = static_cast<double>(b.state_total);
+  // The seed's (e): leave room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.
+  r.full_recompute_activations = 2 * p.training.seq * p.training.micro_batch * p.model.hidden * p.model.layers;
+  r.seed_bound = state / static_cast<double>(b.usable - r.full_recompute_activations);
+  r.strict_bound = state / static_cast<double>(b.usable);
+  r.first_candidate = std::max(1, static_cast<int>(std::ceil(r.strict_bound - 1e-9)));
+  for (int n = r.first_candidate; n <= max_gpus; ++n) {
+    if (search.any_fits(n, r.evaluated)) {
+      r.n_min = n;
+      break;
+    }
+  }
+  if (!r.n_min) return r;
+  r.at_min = search.suggest(*r.n_min);
+  r.evaluated += r.at_min->evaluated;
+  int pow2 = 1;
+  while (pow2 < *r.n_min) pow2 *= 2;
+  for (; pow2 <= max_gpus; pow2 *= 2) {
+    if (search.any_fits(pow2, r.evaluated)) {
+      r.n_pow2 = pow2;
+      r.at_pow2 = search.suggest(pow2);
+      r.evaluated += r.at_pow2->evaluated;
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace headroom

@@ -1,0 +1,100 @@
+// suggest.hpp: searching layouts. --suggest enumerates every valid layout for N GPUs and ranks those that
+// fit; --min-gpus finds the smallest N (and power of two) with a fitting layout; the state bound proves
+// when no layout can exist.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "cost_model.hpp"
+#include "estimate.hpp"
+#include "layout.hpp"
+
+namespace headroom {
+
+// Axes the user fixed on the command line; the search varies the rest.
+struct search_axes {
+  std::optional<int> tp, pp, cp, zero;
+  std::optional<recompute_mode> recompute;
+  std::optional<bool> sequence_parallel;
+  int vpp = 1;
+  bool offload_optimizer = false;
+  int zero3_inflight_units = 2;
+};
+
+struct candidate {
+  layout where;
+  stage_breakdown worst;  // the stage that decides "fits"
+  layout_cost cost;
+  bool tight = false;     // headroom under 5% of capacity: too tight to trust
+};
+
+// The impossibility bound of the seed's (d): state >= bytes_per_param * Ψ / N on every rank, and at most
+// capacity - reserve is usable.
+struct state_bound {
+  int gpus = 0;
+  std::int64_t shardable_per_param = 0;  // bytes per parameter that stay on the GPU (16 by default)
+  std::int64_t state_total = 0;          // shardable_per_param * Ψ
+  std::int64_t per_gpu = 0;              // state_total / N: the least state any rank can hold
+  std::int64_t usable = 0;               // capacity - reserve
+  bool impossible = false;               // per_gpu > usable
+};
+
+struct suggestion {
+  int gpus = 0;
+  std::vector<candidate> fitting;         // ranked: not tight first, then by cost, dp bytes, headroom
+  std::optional<candidate> smallest;      // the smallest total seen, fitting or not
+  std::int64_t evaluated = 0;             // layouts evaluated
+  state_bound bound;
+};
+
+// Returns the bound for N GPUs.
+state_bound bound_for(const problem& p, int gpus, bool offload_optimizer);
+
+// Precomputed per-(tp, sp, cp) ledger sums for one problem; evaluating a layout is then arithmetic only.
+class layout_search {
+ public:
+  // Validates the problem and precomputes. Throws bad_input.
+  layout_search(const problem& p, const search_axes& axes, const cost_model& costs);
+
+  // Returns every fitting layout for `gpus`, ranked, and how many were evaluated.
+  suggestion suggest(int gpus) const;
+  // Returns true when some layout fits on `gpus`; counts evaluations into `evaluated`.
+  bool any_fits(int gpus, std::int64_t& evaluated) const;
+
+  const param_counts& params() const { return m_params; }
+  const problem& the_problem() const { return m_problem; }
+
+ private:
+  struct variant {
+    int tp, cp;
+    bool sp;
+    activation_sums sums;
+  };
+  template <class Visit>
+  void for_each_layout(int gpus, Visit&& visit) const;
+
+  problem m_problem;
+  search_axes m_axes;
+  cost_model m_costs;
+  param_counts m_params;
+  std::vector<variant> m_variants;
+  std::vector<int> m_pp;
+};
+
+struct min_gpus_result {
+  double seed_bound = 0;          // the seed's (e): Ψ-state / (usable - full-recompute activations at tp=1)
+  std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the seed's 4.5 GiB
+  double strict_bound = 0;        // Ψ-state / usable: no activations at all
+  int first_candidate = 0;        // ceil(strict_bound): no smaller N can fit
+  std::optional<int> n_min;       // the smallest N with a fitting layout
+  std::optional<int> n_pow2;      // the smallest power of two with a fitting layout
+  std::optional<suggestion> at_min, at_pow2;
+  std::int64_t evaluated = 0;
+};
+
+// Searches N = ceil(strict bound), ... up to max_gpus. Throws bad_input.
+min_gpus_result min_gpus(const layout_search& search, int max_gpus);
+
+}  // namespace headroom
