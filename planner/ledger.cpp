@@ -55,8 +55,10 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
   add("attn.proj.input", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
   if (m.dropout) add("attn.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
-  add("ln2.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
-  add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  // Parallel residual (GPT-NeoX, Falcon): the MLP's norm reads the layer input, which is already kept;
+  // with a single norm (Falcon-7B) the MLP also shares the attention's normalised input.
+  if (!m.parallel_residual) add("ln2.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  if (m.norms_per_layer == 2) add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
   if (m.mlp == mlp_kind::gelu) {
     add("mlp.gelu.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
   } else {

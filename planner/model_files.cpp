@@ -141,6 +141,7 @@ model_spec model_from_hf_config(const nlohmann::json& c, const std::string& orig
     m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
     m.position = position_kind::rotary;
     m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
+    m.parallel_residual = opt_bool_field(c, "use_parallel_residual", origin).value_or(true);
     m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
   } else if (t == "bloom") {
     m.hidden = first_int(c, {"hidden_size", "n_embed"}, origin);
@@ -182,6 +183,8 @@ model_spec model_from_hf_config(const nlohmann::json& c, const std::string& orig
     m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
     m.position = opt_bool_field(c, "alibi", origin).value_or(false) ? position_kind::alibi : position_kind::rotary;
     m.linear_bias = opt_bool_field(c, "bias", origin).value_or(false);
+    m.parallel_residual = opt_bool_field(c, "parallel_attn", origin).value_or(true) || new_arch;
+    m.norms_per_layer = new_arch ? 2 : m.parallel_residual ? 1 : 2;
     m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
     m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
   } else {

@@ -50,6 +50,9 @@ void validate(const model_spec& m) {
   if (m.heads % m.kv_heads != 0)
     throw bad_input("model.kv_heads", "must divide heads (" + std::to_string(m.heads) + "), got " +
                                           std::to_string(m.kv_heads));
+  if (m.norms_per_layer < 1 || m.norms_per_layer > 2) throw bad_input("model.norms_per_layer", "must be 1 or 2");
+  if (m.norms_per_layer == 1 && !m.parallel_residual)
+    throw bad_input("model.norms_per_layer", "one norm per layer needs parallel_residual");
   if (m.stated_params && *m.stated_params <= 0) throw bad_input("model.params", "must be positive");
   count_params(m);  // throws on overflow
 }
@@ -68,7 +71,7 @@ param_counts count_params(const model_spec& m) {
   if (m.linear_bias) mlp += (matrices - 1) * f + h;
   const std::int64_t norm = m.norm == norm_kind::layernorm ? 2 * h : h;
   param_counts c;
-  c.per_layer = checked_add(checked_add(attn, mlp, what), 2 * norm, what);
+  c.per_layer = checked_add(checked_add(attn, mlp, what), m.norms_per_layer * norm, what);
   c.embedding = checked_mul(m.vocab, h, what);
   if (m.position == position_kind::learned) c.embedding += checked_mul(m.max_positions, h, what);
   if (m.embedding_norm) c.embedding += norm;
@@ -130,6 +133,8 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.linear_bias = opt_bool_field(j, "bias", origin).value_or(true);
   m.qkv_bias_only = opt_bool_field(j, "qkv_bias_only", origin).value_or(false);
   m.embedding_norm = opt_bool_field(j, "embedding_norm", origin).value_or(false);
+  m.norms_per_layer = static_cast<int>(opt_int_field(j, "norms_per_layer", origin, 1, 2).value_or(2));
+  m.parallel_residual = opt_bool_field(j, "parallel_residual", origin).value_or(false);
   m.stated_params = opt_int_field(j, "params", origin, 1, INT64_MAX / 64);
   validate(m);
   return m;
@@ -154,7 +159,9 @@ nlohmann::json model_to_json(const model_spec& m) {
                       {"dropout", m.dropout},
                       {"bias", m.linear_bias},
                       {"qkv_bias_only", m.qkv_bias_only},
-                      {"embedding_norm", m.embedding_norm}};
+                      {"embedding_norm", m.embedding_norm},
+                      {"norms_per_layer", m.norms_per_layer},
+                      {"parallel_residual", m.parallel_residual}};
   if (m.stated_params) j["params"] = *m.stated_params;
   return j;
 }

@@ -1,0 +1,175 @@
+// cli_test.cpp: runs the built `headroom` binary: the seed's commands with their exact output, exit
+// statuses, JSON and CSV, and one clear error line for each kind of bad input.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct result {
+  int status;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `headroom ARGS` and returns its exit status, stdout and stderr.
+result run(const std::string& args) {
+  // ctest runs these tests in parallel processes: the files are per process.
+  const std::string base = ::testing::TempDir() + "/headroom_cli_" + std::to_string(::getpid());
+  const std::string out = base + ".out", err = base + ".err";
+  const std::string cmd = std::string(HEADROOM_BIN) + " " + args + " >" + out + " 2>" + err;
+  const int raw = std::system(cmd.c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+}
+
+const std::string data = HEADROOM_TEST_DATA;
+const std::string g = "plan --preset gpt3-175b ";
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(Cli, SeedSuggestOnEightGpusExactOutput) {
+  auto r = run(g + "--gpus 8 --suggest");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(r.out, slurp(data + "/golden/suggest_gpt3-175b_8.txt"));
+  EXPECT_TRUE(r.err.empty());
+}
+
+TEST(Cli, SeedPlanAtThirtyTwoExactOutput) {
+  auto r = run(g + "--gpus 32 --zero 3 --recompute selective");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, slurp(data + "/golden/plan_gpt3-175b_32_zero3_selective.txt"));
+}
+
+TEST(Cli, SeedMinGpusExactOutput) {
+  auto r = run(g + "--min-gpus --top 3");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, slurp(data + "/golden/min_gpus_gpt3-175b.txt"));
+}
+
+TEST(Cli, SeedTableHeaderIsTheSeeds) {
+  auto r = run(g + "--gpus 8 --zero 0 --recompute none");
+  EXPECT_NE(r.out.find("strategy                        axes                      state    activ  reserve    total  "
+                       "fits 192 GiB?\n"
+                       "---------------------------------------------------------------------------------------------------------\n"
+                       "DDP + no recompute              tp=1 pp=1 dp=8           2607.7    256.5     10.0   2874.2  no\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, SeedFiguresComeOutOfTheBinary) {
+  struct fig { std::string args, text; };
+  const fig figs[] = {
+      {"--gpus 1 --zero 0 --explain", "2607.7 / 192 = 13.6 GPUs of pure state"},
+      {"--gpus 8 --zero 3 --explain", "2.869e9 bytes = 2.672 GiB"},
+      {"--gpus 8 --zero 1", "ZeRO-1 + no recompute           tp=1 pp=1 dp=8            896.4    256.5     10.0   1162.9"},
+      {"--gpus 8 --zero 2", "ZeRO-2 + no recompute           tp=1 pp=1 dp=8            611.2    256.5     10.0    877.7"},
+      {"--gpus 8 --zero 3", "ZeRO-3 + no recompute           tp=1 pp=1 dp=8            332.8    256.5     10.0    599.3"},
+      {"--gpus 16 --zero 3 --recompute full", "169.8      4.5     10.0    184.3"},
+      {"--gpus 16 --zero 3 --recompute full", "7.7 GiB (4.0%)"},
+      {"--gpus 16 --zero 3 --recompute selective", "169.8     76.5     10.0    256.3"},
+      {"--gpus 16 --zero 3 --recompute full --pp 2", "166.4      4.5     10.0    180.9"},
+      {"--gpus 32 --zero 3 --recompute full", "88.3      4.5     10.0    102.8"},
+      {"--gpus 32 --zero 3 --recompute selective --tp 2", "84.9     38.2     10.0    133.1"},
+      {"--gpus 32 --zero 3 --recompute selective --pp 2", "84.9     76.5     10.0    171.4"},
+  };
+  for (const auto& f : figs) {
+    auto r = run(g + f.args);
+    EXPECT_NE(r.out.find(f.text), std::string::npos) << f.args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, JsonCarriesEveryTermInBytes) {
+  auto r = run(g + "--gpus 32 --zero 3 --recompute selective --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "headroom.plan/1");
+  EXPECT_TRUE(j["predicted"].get<bool>());
+  const auto& s = j["stages"][0];
+  EXPECT_EQ(s["total_bytes"].get<std::int64_t>(),
+            s["state_bytes"].get<std::int64_t>() + s["activation_bytes"].get<std::int64_t>() +
+                s["reserve_bytes"].get<std::int64_t>());
+  EXPECT_EQ(j["layer_activation_bytes"]["none"].get<std::int64_t>(), 2048LL * 12288 * 114);
+  EXPECT_EQ(j["ledger"].size(), 15u);
+
+  auto sj = run(g + "--gpus 32 --suggest --json");
+  auto sug = nlohmann::json::parse(sj.out);
+  EXPECT_EQ(sug["fitting"][0]["layout"]["zero"], 3);
+  EXPECT_EQ(sug["fitting"][0]["layout"]["recompute"], "selective");
+}
+
+TEST(Cli, CsvHasAHeaderAndARowPerStage) {
+  auto r = run(g + "--gpus 16 --zero 3 --recompute full --pp 4 --csv");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(lines(r.out), 5);
+  EXPECT_EQ(r.out.rfind("stage,layers,", 0), 0u);
+}
+
+TEST(Cli, ExitStatusGatesLaunches) {
+  EXPECT_EQ(run(g + "--gpus 32 --zero 3 --recompute selective").status, 0);
+  EXPECT_EQ(run(g + "--gpus 8 --zero 3").status, 3);
+  EXPECT_EQ(run(g + "--gpus 32 --suggest").status, 0);
+  EXPECT_EQ(run("plan --preset gpt3-175b --min-gpus --max-gpus 8").status, 3);
+}
+
+TEST(Cli, HuggingFaceConfigAndModelFile) {
+  auto r = run("plan --hf-config " + data + "/hf/llama2-7b.json --gpus 8 --zero 1 --recompute selective");
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = run("plan --model " + std::string(HEADROOM_SOURCE_DIR) + "/presets/llama3-8b.json --gpus 8 --attention flash");
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// Each bad input: exit 2, nothing on stdout, exactly one line on stderr naming the problem.
+TEST(Cli, BadInputIsOneLineAndExitTwo) {
+  struct bad { std::string args, says; };
+  const bad cases[] = {
+      {"plan --preset gpt5 --gpus 8", "unknown preset 'gpt5'"},
+      {"plan --model " + data + "/bad/malformed.json --gpus 8", "malformed JSON"},
+      {"plan --model " + data + "/bad/truncated.json --gpus 8", "malformed JSON"},
+      {"plan --model " + data + "/bad/negative.json --gpus 8", "hidden"},
+      {"plan --model " + data + "/bad/overflow.json --gpus 8", "overflows 64-bit"},
+      {"plan --hf-config " + data + "/bad/hf_missing_field.json --gpus 8", "intermediate_size: missing"},
+      {g + "--gpus 10 --tp 5", "heads (96) not divisible by tp=5"},
+      {g + "--gpus 10 --pp 5", "layers (96) not divisible by pp=5"},
+      {g + "--gpus 12 --tp 8", "does not divide 12 GPUs"},
+      {g + "--gpus 0", "gpus: must be positive"},
+      {g + "--gpus -8", "gpus"},
+      {g + "--gpus 8 --micro-batch 0", "micro-batch: must be positive"},
+      {g + "--gpus 8 --seq 1000000000", "seq: is absurd"},
+      {g + "--gpus 8 --gpu-mem -1", "gpu-mem"},
+      {g + "--gpus 8 --reserve 500", "reserve: must be smaller than gpu-mem"},
+      {g + "--gpus 8 --zero 5", "zero"},
+      {g + "--gpus 8 --recompute sometimes", "recompute"},
+      {g + "--gpus eight", "gpus"},
+      {g + "--gpus 99999999999", "gpus"},
+      {g + "--gpus 8 --recipe bf17", "unknown recipe 'bf17'"},
+      {g + "--gpus 16 --tp 16 --gpus-per-node 8", "crosses a node"},
+      {"plan --gpus 8", "preset"},
+      {g, "gpus: missing"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
+    EXPECT_EQ(lines(r.err), 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,56 @@
+// cost_model_test.cpp: the ranking terms against their closed forms.
+#include <gtest/gtest.h>
+
+#include "planner/cost_model.hpp"
+#include "test_support.hpp"
+
+namespace headroom {
+namespace {
+
+using test::make_layout;
+using test::preset_problem;
+
+TEST(CostModel, RecomputeTerms) {
+  auto p = preset_problem("gpt3-175b");
+  auto pc = count_params(p.model);
+  EXPECT_DOUBLE_EQ(cost_of(p, pc, make_layout(32, 3, recompute_mode::full), {}).recompute, 1.0 / 3.0);
+  EXPECT_NEAR(cost_of(p, pc, make_layout(32, 3, recompute_mode::selective), {}).recompute, 0.027, 0.0005);
+  EXPECT_EQ(cost_of(p, pc, make_layout(32, 3, recompute_mode::none), {}).recompute, 0.0);
+}
+
+TEST(CostModel, BubbleIsPpMinusOneOverMicroBatches) {
+  auto p = preset_problem("gpt3-175b");
+  auto pc = count_params(p.model);
+  auto c = cost_of(p, pc, make_layout(32, 3, recompute_mode::none, 1, 2), {});
+  EXPECT_DOUBLE_EQ(c.bubble, 1.0 / (1536.0 / 16));  // M = 1536 / dp 16
+  auto l = make_layout(32, 3, recompute_mode::none, 1, 4);
+  l.vpp = 2;
+  EXPECT_DOUBLE_EQ(cost_of(p, pc, l, {}).bubble, 3.0 / (192.0 * 2));
+}
+
+TEST(CostModel, DataParallelVolume) {
+  auto p = preset_problem("gpt3-175b");
+  auto pc = count_params(p.model);
+  auto z3 = cost_of(p, pc, make_layout(32, 3, recompute_mode::none), {});
+  auto z1 = cost_of(p, pc, make_layout(32, 1, recompute_mode::none), {});
+  EXPECT_NEAR(z3.dp_bytes, 3 * 175e9 * 2 * 31 / 32, 1e3);  // ZeRO-3: 3 Psi
+  EXPECT_NEAR(z1.dp_bytes, 2 * 175e9 * 2 * 31 / 32, 1e3);
+  cost_model slow;
+  slow.inter_node_gbs = 0.1;  // traffic that compute cannot hide shows up
+  EXPECT_GT(cost_of(p, pc, make_layout(32, 3, recompute_mode::none), slow).dp_exposed, 0.0);
+  EXPECT_EQ(z3.dp_exposed, 0.0);
+}
+
+TEST(CostModel, TensorParallelTrafficGrowsWithTp) {
+  auto p = preset_problem("gpt3-175b");
+  auto pc = count_params(p.model);
+  double prev = 0;
+  for (int t : {2, 4, 8}) {
+    double c = cost_of(p, pc, make_layout(64, 1, recompute_mode::selective, t, 1), {}).tp_comm;
+    EXPECT_GT(c, prev);
+    prev = c;
+  }
+}
+
+}  // namespace
+}  // namespace headroom

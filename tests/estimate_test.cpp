@@ -1,0 +1,120 @@
+// estimate_test.cpp: properties of the per-stage model that must hold for every preset, and the pipeline,
+// interleaving, context-parallel and offload terms.
+#include <gtest/gtest.h>
+
+#include "planner/estimate.hpp"
+#include "test_support.hpp"
+
+namespace headroom {
+namespace {
+
+using test::make_layout;
+using test::preset_problem;
+
+const char* presets[] = {"gpt3-175b", "gpt3-6.7b", "korthikanti-1t", "llama2-70b", "llama3-405b", "bloom-176b",
+                         "opt-175b", "gpt-neox-20b"};
+
+TEST(Estimate, MoreGpusNeverRaisePerGpuState) {
+  for (auto name : presets) {
+    auto p = preset_problem(name);
+    for (int z = 0; z <= 3; ++z) {
+      std::int64_t prev = INT64_MAX;
+      for (int n : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+        auto w = estimate(p, make_layout(n, z, recompute_mode::none)).worst_stage();
+        EXPECT_LE(w.state, prev) << name << " ZeRO-" << z << " N=" << n;
+        prev = w.state;
+      }
+    }
+  }
+}
+
+TEST(Estimate, HigherZeroStageNeverRaisesPersistentState) {
+  for (auto name : presets) {
+    auto p = preset_problem(name);
+    for (int n : {2, 8, 64}) {
+      std::int64_t prev = INT64_MAX;
+      for (int z = 0; z <= 3; ++z) {
+        auto w = estimate(p, make_layout(n, z, recompute_mode::none)).worst_stage();
+        EXPECT_LE(w.persistent, prev) << name << " N=" << n << " ZeRO-" << z;
+        prev = w.persistent;
+      }
+    }
+  }
+}
+
+TEST(Estimate, FullAtMostSelectiveAtMostNone) {
+  for (auto name : presets) {
+    auto p = preset_problem(name);
+    for (int tp : {1, 2, 4, 8}) {
+      if (p.model.heads % tp || p.model.ffn_hidden % tp) continue;
+      for (auto att : {attention_kind::eager, attention_kind::flash}) {
+        p.training.attention = att;
+        auto a = [&](recompute_mode r) { return estimate(p, make_layout(64, 1, r, tp, 1)).worst_stage().activations; };
+        EXPECT_LE(a(recompute_mode::full), a(recompute_mode::selective)) << name << " tp=" << tp;
+        EXPECT_LE(a(recompute_mode::selective), a(recompute_mode::none)) << name << " tp=" << tp;
+      }
+    }
+  }
+}
+
+TEST(Estimate, OneFOneBFirstStageHoldsPpMicroBatches) {
+  auto p = preset_problem("gpt3-175b");
+  auto b = estimate(p, make_layout(64, 1, recompute_mode::selective, 1, 8));
+  ASSERT_EQ(b.stages.size(), 8u);
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(b.stages[k].layer_activations, 12 * (8 - k)) << "stage " << k;
+  EXPECT_EQ(b.worst, 0);
+  // Fewer micro-batches per step than stages: only M are ever in flight.
+  p.training.global_batch = 3;
+  auto few = estimate(p, make_layout(64, 1, recompute_mode::selective, 1, 8));
+  EXPECT_EQ(few.basis.microbatches, 1);  // ceil(3 / 8)
+  EXPECT_EQ(few.stages[0].layer_activations, 12);
+}
+
+TEST(Estimate, InterleavingMultipliesTheFirstStage) {
+  auto p = preset_problem("gpt3-175b");
+  auto l = make_layout(64, 1, recompute_mode::selective, 1, 8);
+  l.vpp = 3;  // 12 layers per stage, 4 per chunk
+  auto b = estimate(p, l);
+  // L * (1 + (pp - 1) / (pp * vpp)) = 96 * (1 + 7/24) = 124 layers.
+  EXPECT_EQ(b.stages[0].layer_activations, 124);
+}
+
+TEST(Estimate, DerivedModelsPutEmbeddingFirstAndOutputLast) {
+  auto p = preset_problem("llama2-7b");  // untied: 32000 x 4096 each end
+  auto b = estimate(p, make_layout(4, 0, recompute_mode::full, 1, 4));
+  auto pc = count_params(p.model);
+  EXPECT_EQ(b.stages[0].params_on_rank, 8 * pc.per_layer + pc.embedding);
+  EXPECT_EQ(b.stages[1].params_on_rank, 8 * pc.per_layer);
+  EXPECT_EQ(b.stages[3].params_on_rank, 8 * pc.per_layer + pc.output);
+  EXPECT_GT(b.stages[3].logits, 0);
+  EXPECT_EQ(b.stages[0].logits, 0);
+}
+
+TEST(Estimate, StatedParamsSpreadEvenly) {
+  auto p = preset_problem("gpt3-175b");
+  auto b = estimate(p, make_layout(16, 0, recompute_mode::full, 1, 4));
+  for (const auto& s : b.stages) EXPECT_EQ(s.params_on_rank, 175'000'000'000LL / 4);
+}
+
+TEST(Estimate, OffloadMovesMasterAndOptimizerToHost) {
+  auto p = preset_problem("gpt3-175b");
+  auto l = make_layout(8, 3, recompute_mode::full);
+  l.offload_optimizer = true;
+  auto w = estimate(p, l).worst_stage();
+  EXPECT_EQ(w.master, 0);
+  EXPECT_EQ(w.optimizer, 0);
+  EXPECT_EQ(w.host_offload, 175'000'000'000LL * 12 / 8);
+  EXPECT_EQ(w.persistent, 175'000'000'000LL * 4 / 8);
+}
+
+TEST(Estimate, ReserveAndCapacityComeFromTheDevice) {
+  auto p = preset_problem("gpt3-175b");
+  p.device.capacity = 139 * gib;
+  p.device.reserve = 3 * gib;
+  auto w = estimate(p, make_layout(32, 3, recompute_mode::full)).worst_stage();
+  EXPECT_EQ(w.total, w.state + w.activations + 3 * gib);
+  EXPECT_EQ(w.headroom, 139 * gib - w.total);
+}
+
+}  // namespace
+}  // namespace headroom

@@ -1,0 +1,110 @@
+// ledger_test.cpp: the per-layer activation ledger against the closed forms of Korthikanti et al.
+// (memory-facts.md) at several shapes, and the terms that flash attention, no dropout, SwiGLU and grouped
+// KV heads change.
+#include <gtest/gtest.h>
+
+#include "planner/ledger.hpp"
+#include "test_support.hpp"
+
+namespace headroom {
+namespace {
+
+model_spec gpt_like(std::int64_t L, std::int64_t h, std::int64_t a) {
+  model_spec m;
+  m.name = "t";
+  m.layers = L;
+  m.hidden = h;
+  m.heads = a;
+  m.kv_heads = a;
+  m.head_dim = h / a;
+  m.ffn_hidden = 4 * h;
+  m.vocab = 50257;
+  return m;
+}
+
+struct shape_case { std::int64_t L, h, a, s, b; };
+const shape_case cases[] = {{96, 12288, 96, 2048, 1}, {48, 6144, 64, 2048, 2}, {24, 2048, 16, 4096, 4},
+                            {128, 25600, 160, 2048, 1}, {12, 768, 12, 1024, 8}};
+
+TEST(Ledger, GptLayerSumsToKorthikantiAtEveryShape) {
+  for (auto c : cases) {
+    auto m = gpt_like(c.L, c.h, c.a);
+    for (int t : {1, 2, 4, 8}) {
+      if (c.a % t) continue;
+      ledger_shape s{c.s, c.b, t, false, 1, attention_kind::eager, 2};
+      auto sums = sum_ledger(layer_ledger(m, s));
+      const std::int64_t sbh = c.s * c.b * c.h, as2b = c.a * c.s * c.s * c.b;
+      // Without sequence parallel: sbh(10 + 24/t) + 5as^2b/t.
+      EXPECT_EQ(sums.none, 10 * sbh + 24 * sbh / t + 5 * as2b / t) << c.h << " t=" << t;
+      EXPECT_EQ(sums.selective, 10 * sbh + 24 * sbh / t);
+      EXPECT_EQ(sums.full, 2 * sbh);
+      // With sequence parallel everything is divided by t: sbh(34 + 5as/h)/t, selective 34sbh/t.
+      s.sp = t > 1;
+      auto sp = sum_ledger(layer_ledger(m, s));
+      EXPECT_EQ(sp.none, (34 * sbh + 5 * as2b) / t);
+      EXPECT_EQ(sp.selective, 34 * sbh / t);
+      EXPECT_EQ(sp.full, 2 * sbh / t);
+    }
+  }
+}
+
+TEST(Ledger, ContextParallelDividesSequenceTerms) {
+  auto m = gpt_like(96, 12288, 96);
+  auto one = sum_ledger(layer_ledger(m, {32768, 1, 1, false, 1, attention_kind::flash, 2}));
+  auto four = sum_ledger(layer_ledger(m, {32768, 1, 1, false, 4, attention_kind::flash, 2}));
+  EXPECT_EQ(four.none * 4, one.none);
+  EXPECT_EQ(four.full * 4, one.full);
+}
+
+TEST(Ledger, FlashAttentionDropsTheSquareTerms) {
+  auto m = gpt_like(96, 12288, 96);
+  const std::int64_t s = 2048, h = 12288, a = 96;
+  auto e = layer_ledger(m, {s, 1, 1, false, 1, attention_kind::flash, 2});
+  for (const auto& x : e) EXPECT_EQ(x.name.find("softmax"), std::string::npos) << x.name;
+  auto sums = sum_ledger(e);
+  EXPECT_EQ(sums.none, 34 * s * h + 4 * a * s);  // + fp32 log-sum-exp per head and token
+  EXPECT_EQ(sums.selective, 34 * s * h);
+}
+
+TEST(Ledger, NoDropoutDropsTheMasks) {
+  auto m = gpt_like(96, 12288, 96);
+  m.dropout = false;
+  const std::int64_t s = 2048, h = 12288, a = 96;
+  auto sums = sum_ledger(layer_ledger(m, {s, 1, 1, false, 1, attention_kind::eager, 2}));
+  // 34 - 2 masks (1 byte each); 5as^2b - mask (1) - dropout output (2) = 2as^2b.
+  EXPECT_EQ(sums.none, 32 * s * h + 2 * a * s * s);
+}
+
+TEST(Ledger, SwiGluAndGroupedKvHeads) {
+  auto m = load_preset("llama2-70b", preset_dir());  // h 8192, 64 heads, 8 kv heads, f 28672
+  const std::int64_t s = 4096, h = 8192, kv = 8 * 128, f = 28672;
+  auto e = layer_ledger(m, {s, 1, 1, false, 1, attention_kind::flash, 2});
+  auto sums = sum_ledger(e);
+  // ln1 in, qkv in, q, proj in, ln2 in, fc1 in: 6 x 2sh; k and v: 2 x 2s*kv; gate, up, fc2 in: 3 x 2sf;
+  // flash keeps the fp32 log-sum-exp; no dropout.
+  EXPECT_EQ(sums.none, 12 * s * h + 4 * s * kv + 6 * s * f + 4 * 64 * s);
+  // tp = 16 > 8 kv heads: each rank keeps one replicated kv head.
+  model_spec m2 = m;
+  auto t16 = layer_ledger(m2, {s, 1, 8, true, 1, attention_kind::flash, 2});
+  for (const auto& x : t16)
+    if (x.name == "attn.k") EXPECT_EQ(x.shape[2], 128);
+}
+
+TEST(Ledger, ShapesAreRealAndBytesAreTheirProduct) {
+  auto m = gpt_like(96, 12288, 96);
+  for (const auto& e : layer_ledger(m, {2048, 2, 4, true, 1, attention_kind::eager, 2})) {
+    std::int64_t p = e.dtype_bytes;
+    for (auto d : e.shape) p *= d;
+    EXPECT_EQ(p, e.bytes) << e.name;
+    EXPECT_FALSE(e.formula.empty());
+  }
+}
+
+TEST(Ledger, LogitsAreTokensTimesVocabOverTpInFp32) {
+  auto m = gpt_like(96, 12288, 96);
+  EXPECT_EQ(logits_bytes(m, {2048, 1, 1, false, 1, attention_kind::eager, 2}), 2048LL * 50257 * 4);  // 412 MB
+  EXPECT_EQ(logits_bytes(m, {2048, 1, 2, false, 1, attention_kind::eager, 2}), 2048LL * 25129 * 4);
+}
+
+}  // namespace
+}  // namespace headroom

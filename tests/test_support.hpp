@@ -1,0 +1,37 @@
+// test_support.hpp: small helpers the planner tests share: loading presets and building problems.
+#pragma once
+
+#include "planner/layout.hpp"
+#include "planner/model_files.hpp"
+#include "planner/recipe.hpp"
+#include "planner/units.hpp"
+
+namespace headroom::test {
+
+// Returns the problem for a preset with the seed's defaults (bf16-adam, 192 GiB, 10 GiB reserve).
+inline problem preset_problem(const std::string& name) {
+  problem p;
+  p.model = load_preset(name, preset_dir());
+  p.precision = load_recipe("bf16-adam");
+  p.training.seq = p.model.seq;
+  return p;
+}
+
+inline layout make_layout(int gpus, int zero, recompute_mode r, int tp = 1, int pp = 1) {
+  layout l;
+  l.gpus = gpus;
+  l.zero = zero;
+  l.recompute = r;
+  l.tp = tp;
+  l.pp = pp;
+  return l;
+}
+
+// Returns bytes in GiB rounded to `decimals`, the way the seed prints them.
+inline double rounded_gib(std::int64_t bytes, int decimals = 1) {
+  double f = 1;
+  for (int i = 0; i < decimals; ++i) f *= 10;
+  return static_cast<double>(static_cast<long long>(to_gib(bytes) * f + 0.5)) / f;
+}
+
+}  // namespace headroom::test
