@@ -35,7 +35,12 @@ std::string axes_cell(const layout& l) {
   std::string a = axes_string(l);
   return a.size() < 23 ? pad(a, 23) : a + " ";
 }
-std::string pct(double fraction) { return "+" + fixed(100.0 * fraction, 1) + "%"; }
+std::string pct(double fraction) {
+  std::string s = fixed(100.0 * fraction, 1);  // built in place: "+" + s trips GCC 12's -Wrestrict (bug 105651)
+  s.insert(s.begin(), '+');
+  s.push_back('%');
+  return s;
+}
 }  // namespace
 
 std::string strategy_name(const layout& l) {

@@ -1,0 +1,104 @@
+// search_bench.cpp: how fast the planner evaluates layouts and searches them (korthikanti-1t, the largest
+// preset). Targets (issue 2): >= 10 million layout evaluations per second on one core; the whole
+// minimum-GPU search over N up to 16,384 under one second.
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "planner/estimate.hpp"
+#include "planner/model_files.hpp"
+#include "planner/suggest.hpp"
+
+namespace {
+
+using namespace headroom;
+
+problem one_trillion() {
+  problem p;
+  p.model = load_preset("korthikanti-1t", preset_dir());
+  p.precision = load_recipe("bf16-adam");
+  p.training.seq = p.model.seq;
+  return p;
+}
+
+// One layout evaluation = the worst stage's full breakdown (state, transient, activations, total).
+void BM_EvaluateLayout(benchmark::State& state) {
+  const problem p = one_trillion();
+  const auto pc = count_params(p.model);
+  std::vector<std::pair<layout, activation_sums>> layouts;
+  for (int tp : {1, 2, 4, 8})
+    for (int pp : {1, 2, 4, 8, 16, 32, 64})
+      for (int z = 0; z <= 3; ++z)
+        for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+          layout l;
+          l.gpus = 4096;
+          l.tp = tp;
+          l.pp = pp;
+          l.zero = z;
+          l.recompute = r;
+          layouts.push_back({l, sum_ledger(layer_ledger(p.model, shape_of(p, l)))});
+        }
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const auto& [l, sums] = layouts[i];
+    benchmark::DoNotOptimize(evaluate_worst(p, pc, sums, l));
+    if (++i == layouts.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EvaluateLayout);
+
+void BM_Suggest(benchmark::State& state) {
+  const problem p = one_trillion();
+  const layout_search search(p, {}, {});
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    auto s = search.suggest(static_cast<int>(state.range(0)));
+    evaluated += s.evaluated;
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_Suggest)->Arg(512)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+// --min-gpus as the CLI runs it: from the strict bound upwards, then the power of two.
+void BM_MinGpus(benchmark::State& state) {
+  const problem p = one_trillion();
+  const layout_search search(p, {}, {});
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    auto r = min_gpus(search, 16384);
+    evaluated += r.evaluated;
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_MinGpus)->Unit(benchmark::kMillisecond);
+
+// The exhaustive form: --suggest (every layout evaluated, the fitting ones costed and ranked) for every N
+// from 1 to 16,384, no bound used.
+void BM_SuggestEveryN(benchmark::State& state) {
+  const problem p = one_trillion();
+  const layout_search search(p, {}, {});
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    for (int n = 1; n <= 16384; ++n) {
+      auto s = search.suggest(n);
+      evaluated += s.evaluated;
+      benchmark::DoNotOptimize(s);
+    }
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_SuggestEveryN)->Unit(benchmark::kMillisecond);
+
+void BM_LayerLedger(benchmark::State& state) {
+  const problem p = one_trillion();
+  ledger_shape s{2048, 1, 8, true, 1, attention_kind::eager, 2};
+  for (auto _ : state) benchmark::DoNotOptimize(sum_ledger(layer_ledger(p.model, s)));
+}
+BENCHMARK(BM_LayerLedger);
+
+}  // namespace
+
+BENCHMARK_MAIN();
