@@ -1,8 +1,7 @@
 // main.cpp: the `headroom` command. Parses arguments, dispatches to a subcommand, and is the one place
 // that turns errors into one line on stderr and an exit status (exit_codes.hpp).
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "exit_codes.hpp"
 #include "plan_command.hpp"

@@ -14,7 +14,8 @@
 namespace headroom::cli {
 
 CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
-  auto* c = app.add_subcommand("plan", "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
+  auto* c = app.add_subcommand("plan",
+                               "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
   o.app = c;
   auto* model = c->add_option_group("model", "exactly one of these");
   model->add_option("--preset", o.preset, "Model preset name (presets/NAME.json)");
@@ -23,9 +24,12 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
   model->require_option(1);
   c->add_option("--seq", o.seq, "Sequence length (default: the model's)");
   c->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
-  c->add_option("--global-batch", o.global_batch, "Sequences per step (sets micro-batches per step)")->capture_default_str();
-  c->add_option("--recipe", o.recipe, "Precision recipe: bf16-adam, fp32-adam, fp16-adam, bf16-adam-fp32-grads, "
-                                      "bf16-adam8bit, or a JSON file")->capture_default_str();
+  c->add_option("--global-batch", o.global_batch, "Sequences per step (sets micro-batches per step)")
+      ->capture_default_str();
+  c->add_option("--recipe", o.recipe,
+                "Precision recipe: bf16-adam, fp32-adam, fp16-adam, bf16-adam-fp32-grads, "
+                "bf16-adam8bit, or a JSON file")
+      ->capture_default_str();
   c->add_option("--gpus", o.gpus, "Number of GPUs N");
   c->add_option("--tp", o.tp, "Tensor-parallel size")->capture_default_str();
   c->add_option("--pp", o.pp, "Pipeline-parallel size")->capture_default_str();
@@ -33,16 +37,22 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
   c->add_option("--vpp", o.vpp, "Virtual (interleaved) stages per pipeline rank")->capture_default_str();
   c->add_option("--zero", o.zero, "ZeRO stage 0..3")->capture_default_str();
   c->add_option("--recompute", o.recompute, "Activation recomputation: none, selective, full")
-      ->check(CLI::IsMember({"none", "selective", "full"}))->capture_default_str();
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->capture_default_str();
   c->add_flag("--sequence-parallel,!--no-sequence-parallel", o.sequence_parallel,
               "Sequence parallelism with tp > 1 (default on, as Megatron-LM recommends)");
   c->add_option("--attention", o.attention, "Attention kernel: eager (keeps s x s scores) or flash")
-      ->check(CLI::IsMember({"eager", "flash"}))->capture_default_str();
-  c->add_flag("--offload-optimizer", o.offload, "ZeRO-Offload: master weights and optimizer states in host memory");
-  c->add_option("--zero3-inflight-units", o.units, "ZeRO-3: unsharded layers in flight")->capture_default_str();
+      ->check(CLI::IsMember({"eager", "flash"}))
+      ->capture_default_str();
+  c->add_flag("--offload-optimizer", o.offload,
+              "ZeRO-Offload: master weights and optimizer states in host memory");
+  c->add_option("--zero3-inflight-units", o.units, "ZeRO-3: unsharded layers in flight")
+      ->capture_default_str();
   c->add_option("--gpu-mem", o.gpu_mem_gib, "GPU memory, GiB")->capture_default_str();
-  c->add_option("--reserve", o.reserve_gib, "Reserve for context, NCCL, fragmentation, GiB")->capture_default_str();
-  c->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (tp stays inside one)")->capture_default_str();
+  c->add_option("--reserve", o.reserve_gib, "Reserve for context, NCCL, fragmentation, GiB")
+      ->capture_default_str();
+  c->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (tp stays inside one)")
+      ->capture_default_str();
   c->add_flag("--json", o.json, "Write JSON (every term in bytes)");
   c->add_flag("--csv", o.csv, "Write CSV (every term in bytes)");
   c->add_flag("--explain", o.explain, "Derive every figure for this case");
@@ -52,8 +62,10 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
   c->add_option("--max-gpus", o.max_gpus, "Upper limit of the --min-gpus search")->capture_default_str();
   c->add_option("--tflops", o.costs.tflops, "Ranking: dense bf16 TFLOP/s per GPU")->capture_default_str();
   c->add_option("--mfu", o.costs.mfu, "Ranking: model FLOPs utilisation")->capture_default_str();
-  c->add_option("--intra-node-gbs", o.costs.intra_node_gbs, "Ranking: GB/s per GPU inside a node")->capture_default_str();
-  c->add_option("--inter-node-gbs", o.costs.inter_node_gbs, "Ranking: GB/s per GPU across nodes")->capture_default_str();
+  c->add_option("--intra-node-gbs", o.costs.intra_node_gbs, "Ranking: GB/s per GPU inside a node")
+      ->capture_default_str();
+  c->add_option("--inter-node-gbs", o.costs.inter_node_gbs, "Ranking: GB/s per GPU across nodes")
+      ->capture_default_str();
   return c;
 }
 
@@ -72,16 +84,22 @@ recompute_mode recompute_from(const std::string& s) {
   throw bad_input("recompute", "must be none, selective or full, got '" + s + "'");
 }
 
-bool given(const plan_options& o, const char* name) { return o.app && o.app->count(name) > 0; }
+bool given(const plan_options& o, const char* name) {
+  return o.app && o.app->count(name) > 0;
+}
 
 }  // namespace
 
 problem problem_from(const plan_options& o) {
   problem p;
-  if (!o.preset.empty()) p.model = load_preset(o.preset, preset_dir());
-  else if (!o.model_file.empty()) p.model = load_model_file(o.model_file);
-  else if (!o.hf_config.empty()) p.model = load_hf_config(o.hf_config);
-  else throw bad_input("model", "give --preset, --model or --hf-config");
+  if (!o.preset.empty())
+    p.model = load_preset(o.preset, preset_dir());
+  else if (!o.model_file.empty())
+    p.model = load_model_file(o.model_file);
+  else if (!o.hf_config.empty())
+    p.model = load_hf_config(o.hf_config);
+  else
+    throw bad_input("model", "give --preset, --model or --hf-config");
   p.precision = load_recipe(o.recipe);
   p.training.seq = o.seq.value_or(p.model.seq);
   p.training.micro_batch = o.micro_batch;
@@ -93,7 +111,8 @@ problem problem_from(const plan_options& o) {
   validate(p.training, p.device);
   if (!(o.costs.tflops > 0) || !(o.costs.mfu > 0) || o.costs.mfu > 1 || !(o.costs.intra_node_gbs > 0) ||
       !(o.costs.inter_node_gbs > 0))
-    throw bad_input("cost model", "--tflops, --intra-node-gbs, --inter-node-gbs must be positive, --mfu in (0, 1]");
+    throw bad_input("cost model",
+                    "--tflops, --intra-node-gbs, --inter-node-gbs must be positive, --mfu in (0, 1]");
   return p;
 }
 
@@ -101,7 +120,8 @@ int run_plan(const plan_options& o) {
   const problem p = problem_from(o);
   if (o.json && o.csv) throw bad_input("output", "choose one of --json and --csv");
   if (o.suggest && o.min_gpus) throw bad_input("plan", "choose one of --suggest and --min-gpus");
-  if (o.max_gpus <= 0 || o.max_gpus > 10'000'000) throw bad_input("max-gpus", "must be between 1 and 10000000");
+  if (o.max_gpus <= 0 || o.max_gpus > 10'000'000)
+    throw bad_input("max-gpus", "must be between 1 and 10000000");
 
   search_axes axes;
   if (given(o, "--tp")) axes.tp = o.tp;
@@ -109,7 +129,8 @@ int run_plan(const plan_options& o) {
   if (given(o, "--cp")) axes.cp = o.cp;
   if (given(o, "--zero")) axes.zero = o.zero;
   if (given(o, "--recompute")) axes.recompute = recompute_from(o.recompute);
-  if (given(o, "--sequence-parallel") || given(o, "--no-sequence-parallel")) axes.sequence_parallel = o.sequence_parallel;
+  if (given(o, "--sequence-parallel") || given(o, "--no-sequence-parallel"))
+    axes.sequence_parallel = o.sequence_parallel;
   axes.vpp = o.vpp;
   axes.offload_optimizer = o.offload;
   axes.zero3_inflight_units = o.units;
@@ -122,8 +143,10 @@ int run_plan(const plan_options& o) {
   if (o.min_gpus) {
     const layout_search search(p, axes, o.costs);
     const auto r = min_gpus(search, o.max_gpus);
-    if (o.json) std::cout << min_gpus_json(p, r).dump(2) << "\n";
-    else write_min_gpus_text(std::cout, p, r, o.top == 0 ? 5 : o.top);
+    if (o.json)
+      std::cout << min_gpus_json(p, r).dump(2) << "\n";
+    else
+      write_min_gpus_text(std::cout, p, r, o.top == 0 ? 5 : o.top);
     return r.n_min ? exit_fits : exit_does_not_fit;
   }
 
@@ -132,8 +155,10 @@ int run_plan(const plan_options& o) {
   if (o.suggest) {
     const layout_search search(p, axes, o.costs);
     const auto s = search.suggest(*o.gpus);
-    if (o.json) std::cout << suggest_json(p, s).dump(2) << "\n";
-    else if (o.csv) write_suggest_csv(std::cout, p, s);
+    if (o.json)
+      std::cout << suggest_json(p, s).dump(2) << "\n";
+    else if (o.csv)
+      write_suggest_csv(std::cout, p, s);
     else {
       write_suggest_text(std::cout, p, s, o.top);
       if (o.explain && !s.fitting.empty()) {
@@ -156,8 +181,10 @@ int run_plan(const plan_options& o) {
   l.offload_optimizer = o.offload;
   l.zero3_inflight_units = o.units;
   const breakdown b = estimate(p, l);
-  if (o.json) std::cout << plan_json(p, b).dump(2) << "\n";
-  else if (o.csv) write_plan_csv(std::cout, p, b);
+  if (o.json)
+    std::cout << plan_json(p, b).dump(2) << "\n";
+  else if (o.csv)
+    write_plan_csv(std::cout, p, b);
   else {
     write_plan_text(std::cout, p, b);
     if (o.explain) std::cout << "\n" << explain_plan(p, b);

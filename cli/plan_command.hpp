@@ -1,10 +1,9 @@
 // plan_command.hpp: `headroom plan`: options, and turning them into a problem and a layout.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "planner/cost_model.hpp"
 #include "planner/layout.hpp"

@@ -36,7 +36,8 @@ std::string axes_cell(const layout& l) {
   return a.size() < 23 ? pad(a, 23) : a + " ";
 }
 std::string pct(double fraction) {
-  std::string s = fixed(100.0 * fraction, 1);  // built in place: "+" + s trips GCC 12's -Wrestrict (bug 105651)
+  std::string s =
+      fixed(100.0 * fraction, 1);  // built in place: "+" + s trips GCC 12's -Wrestrict (bug 105651)
   s.insert(s.begin(), '+');
   s.push_back('%');
   return s;
@@ -95,11 +96,16 @@ nlohmann::json inputs_json(const problem& p) {
 namespace {
 
 nlohmann::json layout_json(const layout& l) {
-  return {{"gpus", l.gpus},       {"tp", l.tp},
-          {"pp", l.pp},           {"cp", l.cp},
-          {"dp", l.dp()},         {"vpp", l.vpp},
-          {"zero", l.zero},       {"recompute", to_string(l.recompute)},
-          {"sequence_parallel", l.sp()}, {"offload_optimizer", l.offload_optimizer},
+  return {{"gpus", l.gpus},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"cp", l.cp},
+          {"dp", l.dp()},
+          {"vpp", l.vpp},
+          {"zero", l.zero},
+          {"recompute", to_string(l.recompute)},
+          {"sequence_parallel", l.sp()},
+          {"offload_optimizer", l.offload_optimizer},
           {"zero3_inflight_units", l.zero3_inflight_units}};
 }
 
@@ -130,12 +136,15 @@ nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {
 }
 
 nlohmann::json cost_json(const layout_cost& c) {
-  return {{"recompute", c.recompute}, {"bubble", c.bubble},        {"tp_comm", c.tp_comm},
-          {"dp_exposed", c.dp_exposed}, {"dp_bytes_per_gpu", c.dp_bytes}, {"total", c.total}};
+  return {{"recompute", c.recompute},       {"bubble", c.bubble},
+          {"tp_comm", c.tp_comm},           {"dp_exposed", c.dp_exposed},
+          {"dp_bytes_per_gpu", c.dp_bytes}, {"total", c.total}};
 }
 
 nlohmann::json candidate_json(const problem& p, const candidate& c) {
-  return {{"layout", layout_json(c.where)}, {"worst_stage", stage_json(p, c.worst)}, {"cost", cost_json(c.cost)},
+  return {{"layout", layout_json(c.where)},
+          {"worst_stage", stage_json(p, c.worst)},
+          {"cost", cost_json(c.cost)},
           {"tight", c.tight}};
 }
 
@@ -145,10 +154,10 @@ const char* stage_csv_header =
     "total_bytes,capacity_bytes,headroom_bytes,fits";
 
 void stage_csv(std::ostream& o, const stage_breakdown& s) {
-  o << s.stage << ',' << s.layers << ',' << s.params_on_rank << ',' << s.params << ',' << s.grads << ',' << s.master
-    << ',' << s.optimizer << ',' << s.host_offload << ',' << s.transient << ',' << s.state << ','
-    << s.layer_activations << ',' << s.activations << ',' << s.logits << ',' << s.reserve << ',' << s.total << ','
-    << s.capacity << ',' << s.headroom << ',' << (s.fits ? "true" : "false");
+  o << s.stage << ',' << s.layers << ',' << s.params_on_rank << ',' << s.params << ',' << s.grads << ','
+    << s.master << ',' << s.optimizer << ',' << s.host_offload << ',' << s.transient << ',' << s.state << ','
+    << s.layer_activations << ',' << s.activations << ',' << s.logits << ',' << s.reserve << ',' << s.total
+    << ',' << s.capacity << ',' << s.headroom << ',' << (s.fits ? "true" : "false");
 }
 
 }  // namespace
@@ -173,12 +182,17 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   };
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
     const auto& buf = p.precision.buffers[i];
-    const bool off = l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
+    const bool off =
+        l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
     line(buf.name, w.buffer_bytes[i],
-         off ? "in host memory (offloaded)" : l.zero >= buf.shard_from ? "sharded over " + std::to_string(l.shard_degree()) : "");
+         off                        ? "in host memory (offloaded)"
+         : l.zero >= buf.shard_from ? "sharded over " + std::to_string(l.shard_degree())
+                                    : "");
   }
   if (w.host_offload) line("host memory (offloaded, not counted)", w.host_offload);
-  if (w.transient) line("ZeRO-3 gather transient", w.transient, std::to_string(l.zero3_inflight_units) + " layers in flight");
+  if (w.transient)
+    line("ZeRO-3 gather transient", w.transient,
+         std::to_string(l.zero3_inflight_units) + " layers in flight");
   line("state", w.state);
   line("activations", w.activations,
        std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));
@@ -203,8 +217,8 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
                     static_cast<long long>(s.layer_activations));
       o << buf;
       for (auto v : {s.params, s.grads, s.master, s.optimizer}) o << " " << num8(v);
-      o << "  " << num8(s.transient) << " " << num8(s.activations) << " " << num8(s.total) << "  " << num8(s.headroom)
-        << (s.stage == b.worst ? "  <- worst" : "") << "\n";
+      o << "  " << num8(s.transient) << " " << num8(s.activations) << " " << num8(s.total) << "  "
+        << num8(s.headroom) << (s.stage == b.worst ? "  <- worst" : "") << "\n";
     }
   }
 }
@@ -258,7 +272,8 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   write_table_header(o, p, true);
   write_table_rule(o, true);
   std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
-  for (std::size_t i = 0; i < n; ++i) write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+  for (std::size_t i = 0; i < n; ++i)
+    write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
   // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
   std::vector<std::string> shown;
   for (std::size_t i = 0; i < n; ++i) shown.push_back(strategy_name(s.fitting[i].where));
@@ -277,12 +292,15 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
     o << explain_nothing_fits(p, s);
     return;
   }
-  if (n < s.fitting.size()) o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
+  if (n < s.fitting.size())
+    o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
   const auto& best = s.fitting.front();
   o << "first: " << strategy_name(best.where) << " (" << axes_string(best.where) << "): recompute "
-    << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic " << pct(best.cost.tp_comm)
-    << ", exposed dp traffic " << pct(best.cost.dp_exposed) << "; headroom " << gib_str(best.worst.headroom) << " GiB ("
-    << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1) << "%)\n";
+    << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
+    << pct(best.cost.tp_comm) << ", exposed dp traffic " << pct(best.cost.dp_exposed) << "; headroom "
+    << gib_str(best.worst.headroom) << " GiB ("
+    << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1)
+    << "%)\n";
   o << "tight = fits with under 5% headroom, too tight to trust; ranked after the rest\n";
 }
 
@@ -309,12 +327,12 @@ void write_suggest_csv(std::ostream& o, const problem&, const suggestion& s) {
   int rank = 1;
   for (const auto& c : s.fitting) {
     const auto& l = c.where;
-    o << rank++ << ',' << l.gpus << ',' << l.tp << ',' << l.pp << ',' << l.cp << ',' << l.dp() << ',' << l.vpp << ','
-      << l.zero << ',' << to_string(l.recompute) << ',' << (l.sp() ? "true" : "false") << ',';
+    o << rank++ << ',' << l.gpus << ',' << l.tp << ',' << l.pp << ',' << l.cp << ',' << l.dp() << ',' << l.vpp
+      << ',' << l.zero << ',' << to_string(l.recompute) << ',' << (l.sp() ? "true" : "false") << ',';
     stage_csv(o, c.worst);
-    o << ',' << c.cost.total << ',' << c.cost.recompute << ',' << c.cost.bubble << ',' << c.cost.tp_comm << ','
-      << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes) << ',' << (c.tight ? "true" : "false")
-      << "\n";
+    o << ',' << c.cost.total << ',' << c.cost.recompute << ',' << c.cost.bubble << ',' << c.cost.tp_comm
+      << ',' << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes) << ','
+      << (c.tight ? "true" : "false") << "\n";
   }
 }
 
@@ -323,15 +341,18 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
     << p.training.micro_batch << ", " << p.precision.name << " (predicted by the analytic model)\n\n";
   o << explain_min_gpus(p, r);
   if (!r.n_min) {
-    o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated << " layouts evaluated)\n";
+    o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated
+      << " layouts evaluated)\n";
     return;
   }
   auto show = [&](const char* what, int n, const suggestion& s) {
-    o << "\n" << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
+    o << "\n"
+      << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
     write_table_header(o, p, true);
     write_table_rule(o, true);
     std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
-    for (std::size_t i = 0; i < k; ++i) write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+    for (std::size_t i = 0; i < k; ++i)
+      write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
     write_table_rule(o, true);
   };
   show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
@@ -349,7 +370,8 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
   j["min_gpus"] = r.n_min ? nlohmann::json(*r.n_min) : nlohmann::json(nullptr);
   j["min_gpus_power_of_two"] = r.n_pow2 ? nlohmann::json(*r.n_pow2) : nlohmann::json(nullptr);
   if (r.at_min && !r.at_min->fitting.empty()) j["best_at_min"] = candidate_json(p, r.at_min->fitting.front());
-  if (r.at_pow2 && !r.at_pow2->fitting.empty()) j["best_at_power_of_two"] = candidate_json(p, r.at_pow2->fitting.front());
+  if (r.at_pow2 && !r.at_pow2->fitting.empty())
+    j["best_at_power_of_two"] = candidate_json(p, r.at_pow2->fitting.front());
   j["evaluated"] = r.evaluated;
   return j;
 }

@@ -2,10 +2,9 @@
 // Every byte count goes out as an integer in JSON and CSV; GiB only in the human table.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "planner/estimate.hpp"
 #include "planner/suggest.hpp"

@@ -38,20 +38,21 @@ int blocks_for(std::size_t words) {
 
 cudaError_t fill_pattern(void* device_ptr, std::size_t bytes, std::uint64_t seed, cudaStream_t stream) {
   const std::size_t words = bytes / 8;
-  fill_kernel<<<blocks_for(words), threads, 0, stream>>>(static_cast<std::uint64_t*>(device_ptr), words, seed);
+  fill_kernel<<<blocks_for(words), threads, 0, stream>>>(static_cast<std::uint64_t*>(device_ptr), words,
+                                                         seed);
   return cudaGetLastError();
 }
 
-cudaError_t count_mismatches(const void* device_ptr, std::size_t bytes, std::uint64_t seed, cudaStream_t stream,
-                             std::uint64_t* mismatches) {
+cudaError_t count_mismatches(const void* device_ptr, std::size_t bytes, std::uint64_t seed,
+                             cudaStream_t stream, std::uint64_t* mismatches) {
   const std::size_t words = bytes / 8;
   unsigned long long* counter = nullptr;
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&counter), sizeof *counter, stream);
   if (e != cudaSuccess) return e;
   e = cudaMemsetAsync(counter, 0, sizeof *counter, stream);
   if (e == cudaSuccess) {
-    verify_kernel<<<blocks_for(words), threads, 0, stream>>>(static_cast<const std::uint64_t*>(device_ptr), words,
-                                                              seed, counter);
+    verify_kernel<<<blocks_for(words), threads, 0, stream>>>(static_cast<const std::uint64_t*>(device_ptr),
+                                                             words, seed, counter);
     e = cudaGetLastError();
   }
   unsigned long long host = 0;
@@ -68,10 +69,11 @@ std::optional<std::string> no_device_reason() {
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary || e == cudaErrorNoDevice) {
     cudaGetLastError();  // clear the sticky error for later calls
-    return std::string(e == cudaErrorNoDevice ? "no CUDA device" : "no CUDA driver") + " (" + cudaGetErrorName(e) +
-           ": " + cudaGetErrorString(e) + ")";
+    return std::string(e == cudaErrorNoDevice ? "no CUDA device" : "no CUDA driver") + " (" +
+           cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
   }
-  if (e != cudaSuccess) return std::string("CUDA unusable (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
+  if (e != cudaSuccess)
+    return std::string("CUDA unusable (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
   if (count == 0) return std::string("no CUDA device (cudaGetDeviceCount returned 0)");
   return std::nullopt;
 }

@@ -3,12 +3,12 @@
 // was handed is really backed by device memory.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 namespace headroom::kernels {
 
@@ -18,8 +18,8 @@ cudaError_t fill_pattern(void* device_ptr, std::size_t bytes, std::uint64_t seed
 
 // Counts the 8-byte words of the buffer that differ from fill_pattern's, synchronising `stream`.
 // Returns the error code; the count goes to *mismatches.
-cudaError_t count_mismatches(const void* device_ptr, std::size_t bytes, std::uint64_t seed, cudaStream_t stream,
-                             std::uint64_t* mismatches);
+cudaError_t count_mismatches(const void* device_ptr, std::size_t bytes, std::uint64_t seed,
+                             cudaStream_t stream, std::uint64_t* mismatches);
 
 // Returns why there is no usable CUDA device ("no CUDA driver (cudaErrorInsufficientDriver: ...)"), or
 // nullopt when device 0 can be used. A host without a driver reports InsufficientDriver, not NoDevice.

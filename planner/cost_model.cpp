@@ -12,8 +12,10 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
   const double attn = s / (6 * h);
   // Korthikanti et al. (arXiv 2205.05198), model FLOPs 72BLsh^2(1 + s/6h + V/16Lh): full recomputation
   // repeats the forward (+1/3); selective repeats the attention core (GPT-3 175B: 2.7%).
-  if (l.recompute == recompute_mode::full) r.recompute = 1.0 / 3.0;
-  else if (l.recompute == recompute_mode::selective) r.recompute = attn / (1 + attn + V / (16 * L * h));
+  if (l.recompute == recompute_mode::full)
+    r.recompute = 1.0 / 3.0;
+  else if (l.recompute == recompute_mode::selective)
+    r.recompute = attn / (1 + attn + V / (16 * L * h));
 
   const double M = static_cast<double>(microbatches_per_step(p, l));
   r.bubble = (l.pp - 1) / (M * l.vpp);

@@ -18,12 +18,12 @@ struct cost_model {
 };
 
 struct layout_cost {
-  double recompute = 0;    // extra FLOPs / model FLOPs: 1/3 full; (s/6h)/(1 + s/6h + V/16Lh) selective
-  double bubble = 0;       // (pp - 1) / (M * vpp)
-  double tp_comm = 0;      // tp collective time / compute time
-  double dp_exposed = 0;   // max(0, dp traffic time - compute time) / compute time
-  double dp_bytes = 0;     // data-parallel bytes sent per GPU per step (ZeRO-3: 3 x params, else 2 x)
-  double total = 0;        // sum of the four fractions
+  double recompute = 0;   // extra FLOPs / model FLOPs: 1/3 full; (s/6h)/(1 + s/6h + V/16Lh) selective
+  double bubble = 0;      // (pp - 1) / (M * vpp)
+  double tp_comm = 0;     // tp collective time / compute time
+  double dp_exposed = 0;  // max(0, dp traffic time - compute time) / compute time
+  double dp_bytes = 0;    // data-parallel bytes sent per GPU per step (ZeRO-3: 3 x params, else 2 x)
+  double total = 0;       // sum of the four fractions
 };
 
 // Returns the cost of `l` for `p`; `pc` is count_params(p.model).

@@ -8,7 +8,9 @@
 namespace headroom {
 
 namespace {
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
   return __builtin_mul_overflow(a, b, &r) ? INT64_MAX / 4 : r;
@@ -53,10 +55,18 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
     }
     s.buffer_bytes[i] = bytes;
     switch (b.kind) {
-      case buffer_kind::params: s.params += bytes; break;
-      case buffer_kind::grads: s.grads += bytes; break;
-      case buffer_kind::master: s.master += bytes; break;
-      case buffer_kind::optimizer: s.optimizer += bytes; break;
+      case buffer_kind::params:
+        s.params += bytes;
+        break;
+      case buffer_kind::grads:
+        s.grads += bytes;
+        break;
+      case buffer_kind::master:
+        s.master += bytes;
+        break;
+      case buffer_kind::optimizer:
+        s.optimizer += bytes;
+        break;
     }
   }
   s.persistent = s.params + s.grads + s.master + s.optimizer;
@@ -64,7 +74,8 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
   if (l.zero == 3 && shards > 1) {
     const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, s.layers);
-    s.transient = units * pc.per_layer * p.precision.bytes_of(buffer_kind::params) / (static_cast<std::int64_t>(l.tp) * l.pp);
+    s.transient = units * pc.per_layer * p.precision.bytes_of(buffer_kind::params) /
+                  (static_cast<std::int64_t>(l.tp) * l.pp);
   }
   s.state = s.persistent + s.transient;
 
@@ -75,13 +86,14 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   if (l.vpp == 1) {
     s.layer_activations = s.layers * std::min<std::int64_t>(l.pp - stage, M);
   } else {
-    const std::int64_t chunks =
-        std::min<std::int64_t>(2 * (l.pp - stage - 1) + static_cast<std::int64_t>(l.vpp - 1) * l.pp + 1, M * l.vpp);
+    const std::int64_t chunks = std::min<std::int64_t>(
+        2 * (l.pp - stage - 1) + static_cast<std::int64_t>(l.vpp - 1) * l.pp + 1, M * l.vpp);
     s.layer_activations = chunks * (s.layers / l.vpp);
   }
   s.activations = sat_mul(s.layer_activations, per_layer.of(l.recompute));
-  if (last) s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
-                                              p.training.attention, p.precision.activation_bytes});
+  if (last)
+    s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
+                                      p.training.attention, p.precision.activation_bytes});
 
   s.reserve = p.device.reserve;
   s.capacity = p.device.capacity;

@@ -16,9 +16,9 @@ namespace headroom {
 // One pipeline stage's rank, in bytes unless said otherwise.
 struct stage_breakdown {
   int stage = 0;
-  std::int64_t layers = 0;             // transformer layers on this stage
-  std::int64_t params_on_rank = 0;     // parameters this rank owns before ZeRO sharding (count, not bytes)
-  std::array<std::int64_t, max_recipe_buffers> buffer_bytes{};  // per recipe buffer, on the GPU
+  std::int64_t layers = 0;          // transformer layers on this stage
+  std::int64_t params_on_rank = 0;  // parameters this rank owns before ZeRO sharding (count, not bytes)
+  std::array<std::int64_t, max_recipe_buffers> buffer_bytes{};    // per recipe buffer, on the GPU
   std::int64_t params = 0, grads = 0, master = 0, optimizer = 0;  // buffer bytes by kind, on the GPU
   std::int64_t host_offload = 0;       // master + optimizer bytes held in host memory instead
   std::int64_t persistent = 0;         // params + grads + master + optimizer
@@ -26,11 +26,11 @@ struct stage_breakdown {
   std::int64_t state = 0;              // persistent + transient (the seed's "state" column)
   std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
   std::int64_t activations = 0;
-  std::int64_t logits = 0;             // one fp32 logits copy on the last stage; in the reserve, not added
+  std::int64_t logits = 0;  // one fp32 logits copy on the last stage; in the reserve, not added
   std::int64_t reserve = 0;
-  std::int64_t total = 0;              // state + activations + reserve
+  std::int64_t total = 0;  // state + activations + reserve
   std::int64_t capacity = 0;
-  std::int64_t headroom = 0;           // capacity - total (negative when it does not fit)
+  std::int64_t headroom = 0;  // capacity - total (negative when it does not fit)
   bool fits = false;
 };
 

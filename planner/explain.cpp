@@ -22,7 +22,9 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-std::string psi_str(const param_counts& pc) { return eng(static_cast<double>(pc.total)); }
+std::string psi_str(const param_counts& pc) {
+  return eng(static_cast<double>(pc.total));
+}
 
 }  // namespace
 
@@ -42,42 +44,51 @@ std::string explain_plan(const problem& p, const breakdown& b) {
     o << (i ? " + " : "") << p.precision.buffers[i].name << " " << p.precision.buffers[i].bytes;
   o << " = " << bpp << " bytes\n";
   if (pc.stated)
-    o << "  Psi = " << psi_str(pc) << " parameters, as the preset states it (spread evenly over the " << m.layers
-      << " layers)\n";
+    o << "  Psi = " << psi_str(pc) << " parameters, as the preset states it (spread evenly over the "
+      << m.layers << " layers)\n";
   else
-    o << "  Psi = L*layer + embedding + output = " << m.layers << " * " << pc.per_layer << " + " << pc.embedding
-      << " + " << pc.output << " = " << psi_str(pc) << " parameters (from the dimensions)\n";
+    o << "  Psi = L*layer + embedding + output = " << m.layers << " * " << pc.per_layer << " + "
+      << pc.embedding << " + " << pc.output << " = " << psi_str(pc) << " parameters (from the dimensions)\n";
   const double state = static_cast<double>(pc.total) * static_cast<double>(bpp);
   o << "  state = " << psi_str(pc) << " * " << bpp << " = " << eng(state) << " bytes = " << eng(state)
     << " / 2^30 = " << fixed(state / gib, 1) << " GiB\n";
   o << "        = " << fixed(state / gib, 1) << " / " << trim(cap, 1) << " = " << fixed(state / gib / cap, 1)
     << " GPUs of pure state\n";
-  o << "  this rank (stage " << w.stage << " of " << l.pp << "): " << eng(static_cast<double>(w.params_on_rank))
-    << " parameters after tp=" << l.tp << ", pp=" << l.pp << "; ZeRO-" << l.zero << " shards over dp*cp = "
-    << l.shard_degree() << "\n";
+  o << "  this rank (stage " << w.stage << " of " << l.pp
+    << "): " << eng(static_cast<double>(w.params_on_rank)) << " parameters after tp=" << l.tp
+    << ", pp=" << l.pp << "; ZeRO-" << l.zero << " shards over dp*cp = " << l.shard_degree() << "\n";
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
     const auto& buf = p.precision.buffers[i];
     const bool sharded = l.zero >= buf.shard_from;
-    const bool off = l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
+    const bool off =
+        l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
     o << "    " << padr(buf.name, 34) << buf.bytes << " B x " << eng(static_cast<double>(w.params_on_rank))
       << (sharded ? " / " + std::to_string(l.shard_degree()) : std::string(" (not sharded)")) << " = ";
-    if (off) o << "in host memory (--offload-optimizer)\n";
-    else o << gib_str(w.buffer_bytes[i]) << " GiB\n";
+    if (off)
+      o << "in host memory (--offload-optimizer)\n";
+    else
+      o << gib_str(w.buffer_bytes[i]) << " GiB\n";
   }
   if (l.zero == 3 && l.shard_degree() > 1)
-    o << "  ZeRO-3 transient: " << l.zero3_inflight_units << " layers in flight x " << eng(static_cast<double>(pc.per_layer))
-      << " parameters x " << p.precision.bytes_of(buffer_kind::params) << " B / (tp*pp = " << l.tp * l.pp << ") = "
-      << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient) << " GiB\n";
-  o << "  state = " << gib_str(w.persistent) << (w.transient ? " + " + gib_str(w.transient) + " transient" : "")
-    << " = " << gib_str(w.state) << " GiB\n\n";
+    o << "  ZeRO-3 transient: " << l.zero3_inflight_units << " layers in flight x "
+      << eng(static_cast<double>(pc.per_layer)) << " parameters x "
+      << p.precision.bytes_of(buffer_kind::params) << " B / (tp*pp = " << l.tp * l.pp
+      << ") = " << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient) << " GiB\n";
+  o << "  state = " << gib_str(w.persistent)
+    << (w.transient ? " + " + gib_str(w.transient) + " transient" : "") << " = " << gib_str(w.state)
+    << " GiB\n\n";
 
-  o << "(b) Activation memory: the ledger of one layer, one micro-batch, this rank (" << to_string(p.training.attention)
-    << " attention, " << (m.dropout ? "dropout" : "no dropout") << ", " << to_string(m.mlp) << ", tp=" << l.tp
-    << (l.sp() ? " with sequence parallel" : "") << (l.cp > 1 ? ", cp=" + std::to_string(l.cp) : "") << ")\n";
+  o << "(b) Activation memory: the ledger of one layer, one micro-batch, this rank ("
+    << to_string(p.training.attention) << " attention, " << (m.dropout ? "dropout" : "no dropout") << ", "
+    << to_string(m.mlp) << ", tp=" << l.tp << (l.sp() ? " with sequence parallel" : "")
+    << (l.cp > 1 ? ", cp=" + std::to_string(l.cp) : "") << ")\n";
   std::int64_t core = 0;
   for (const auto& e : b.basis.ledger) {
-    o << "    " << padr(e.name, 30) << padr(e.formula, 22) << padr(shape_str(e.shape), 28) << e.bytes << " bytes"
-      << (e.role == act_role::attention_core ? "  (attention core)" : e.role == act_role::layer_input ? "  (layer input)" : "")
+    o << "    " << padr(e.name, 30) << padr(e.formula, 22) << padr(shape_str(e.shape), 28) << e.bytes
+      << " bytes"
+      << (e.role == act_role::attention_core ? "  (attention core)"
+          : e.role == act_role::layer_input  ? "  (layer input)"
+                                             : "")
       << "\n";
     if (e.role == act_role::attention_core) core += e.bytes;
   }
@@ -88,43 +99,50 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   if (p.training.attention == attention_kind::eager) {
     const double y = static_cast<double>(core) / (static_cast<double>(a) * s * s * mb);
     const double yash = y * a * s / h;
-    o << "  sum = s*b*h*(" << trim(x) << " + " << trim(y) << "*a*s/h), " << trim(y) << "*a*s/h = " << trim(y) << " * "
-      << a << " * " << s << " / " << h << " = " << trim(y * a * s) << " / " << h << " = " << trim(yash) << "\n";
+    o << "  sum = s*b*h*(" << trim(x) << " + " << trim(y) << "*a*s/h), " << trim(y) << "*a*s/h = " << trim(y)
+      << " * " << a << " * " << s << " / " << h << " = " << trim(y * a * s) << " / " << h << " = "
+      << trim(yash) << "\n";
     o << "  per layer = s*b*h*(" << trim(x) << " + " << trim(yash) << ") = " << s << " * " << mb << " * " << h
-      << " * " << trim(x + yash) << " = " << eng(sbh) << " * " << trim(x + yash) << " = " << eng(static_cast<double>(sums.none))
-      << " bytes = " << gib_str(sums.none, 3) << " GiB\n";
+      << " * " << trim(x + yash) << " = " << eng(sbh) << " * " << trim(x + yash) << " = "
+      << eng(static_cast<double>(sums.none)) << " bytes = " << gib_str(sums.none, 3) << " GiB\n";
   } else {
-    o << "  sum = s*b*h*" << trim(x) << " + log-sum-exp " << core << " bytes = " << eng(static_cast<double>(sums.none))
-      << " bytes = " << gib_str(sums.none, 3) << " GiB per layer\n";
+    o << "  sum = s*b*h*" << trim(x) << " + log-sum-exp " << core
+      << " bytes = " << eng(static_cast<double>(sums.none)) << " bytes = " << gib_str(sums.none, 3)
+      << " GiB per layer\n";
   }
   o << "  recompute " << to_string(l.recompute) << " keeps ";
-  if (l.recompute == recompute_mode::none) o << "every tensor: ";
-  else if (l.recompute == recompute_mode::selective) o << "all but the attention core: ";
-  else o << "only the layer input: ";
+  if (l.recompute == recompute_mode::none)
+    o << "every tensor: ";
+  else if (l.recompute == recompute_mode::selective)
+    o << "all but the attention core: ";
+  else
+    o << "only the layer input: ";
   o << eng(static_cast<double>(sums.of(l.recompute))) << " bytes = " << gib_str(sums.of(l.recompute), 3)
     << " GiB per layer\n";
   o << "  stage " << w.stage << " holds " << w.layers << " layers";
   if (l.pp > 1)
     o << " and, in " << (l.vpp > 1 ? "interleaved " : "") << "1F1B with " << b.basis.microbatches
       << " micro-batches per step, keeps " << w.layer_activations << " layer activations alive";
-  o << ": " << w.layer_activations << " * " << gib_str(sums.of(l.recompute), 3) << " = " << gib_str(w.activations)
-    << " GiB\n";
+  o << ": " << w.layer_activations << " * " << gib_str(sums.of(l.recompute), 3) << " = "
+    << gib_str(w.activations) << " GiB\n";
   if (l.tp > 1) {
     layout other = l;
     other.sequence_parallel = !l.sp();
     const auto alt = estimate(p, other);
     o << "  with sequence parallel " << (l.sp() ? "off" : "on") << " instead: activations "
-      << gib_str(alt.worst_stage().activations) << " GiB, total " << gib_str(alt.worst_stage().total) << " GiB\n";
+      << gib_str(alt.worst_stage().activations) << " GiB, total " << gib_str(alt.worst_stage().total)
+      << " GiB\n";
   }
   if (w.logits)
-    o << "  not added (left to the reserve, as the seed does): fp32 logits on the last stage " << s / l.cp << " * "
-      << mb << " * " << (m.vocab + l.tp - 1) / l.tp << " * 4 = " << gib_str(w.logits, 2)
+    o << "  not added (left to the reserve, as the seed does): fp32 logits on the last stage " << s / l.cp
+      << " * " << mb << " * " << (m.vocab + l.tp - 1) / l.tp << " * 4 = " << gib_str(w.logits, 2)
       << " GiB per copy\n";
   o << "\n(c) Total\n";
   o << "  total = state " << gib_str(w.state) << " + activations " << gib_str(w.activations) << " + reserve "
     << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB\n";
-  o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.total) << " = " << gib_str(w.headroom) << " GiB ("
-    << fixed(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 1) << "%): "
+  o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.total) << " = " << gib_str(w.headroom)
+    << " GiB (" << fixed(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 1)
+    << "%): "
     << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but under 5% headroom is too tight to trust" : "fits")
                : "does not fit")
     << "\n";
@@ -139,19 +157,22 @@ std::string explain_nothing_fits(const problem& p, const suggestion& s) {
   const auto pc = count_params(p.model);
   if (b.impossible) {
     o << "proof: the axes that shard state do so by their degrees, and those degrees multiply to at most N\n";
-    o << "  state_per_gpu >= " << b.shardable_per_param << "*Psi / (tp * pp * dp_shard)   and   tp * pp * dp <= N\n";
+    o << "  state_per_gpu >= " << b.shardable_per_param
+      << "*Psi / (tp * pp * dp_shard)   and   tp * pp * dp <= N\n";
     o << "  => best possible state_per_gpu = " << b.shardable_per_param << "*Psi / N\n";
-    o << "  " << b.shardable_per_param << " * " << eng(static_cast<double>(pc.total)) << " / " << s.gpus << " = "
-      << eng(static_cast<double>(b.per_gpu)) << " bytes = " << gib_str(b.per_gpu, 2) << " GiB\n";
-    o << "  usable = " << trim(cap, 1) << " - " << trim(res, 1) << " (reserve) - activations(>= 0) <= "
-      << gib_str(b.usable) << " GiB\n";
+    o << "  " << b.shardable_per_param << " * " << eng(static_cast<double>(pc.total)) << " / " << s.gpus
+      << " = " << eng(static_cast<double>(b.per_gpu)) << " bytes = " << gib_str(b.per_gpu, 2) << " GiB\n";
+    o << "  usable = " << trim(cap, 1) << " - " << trim(res, 1)
+      << " (reserve) - activations(>= 0) <= " << gib_str(b.usable) << " GiB\n";
     o << "  " << gib_str(b.per_gpu, 2) << " > " << gib_str(b.usable) << "  ->  no configuration exists\n";
   } else {
-    o << "the state bound does not rule it out (" << b.shardable_per_param << "*Psi/N = " << gib_str(b.per_gpu, 2)
-      << " GiB <= " << gib_str(b.usable) << " GiB usable), but every layout's activations and transients exceed the rest";
+    o << "the state bound does not rule it out (" << b.shardable_per_param
+      << "*Psi/N = " << gib_str(b.per_gpu, 2) << " GiB <= " << gib_str(b.usable)
+      << " GiB usable), but every layout's activations and transients exceed the rest";
     if (s.smallest)
-      o << "; the smallest total is " << gib_str(s.smallest->worst.total) << " GiB (" << zero_name(s.smallest->where)
-        << " + " << to_string(s.smallest->where.recompute) << ", " << axes_string(s.smallest->where) << ")";
+      o << "; the smallest total is " << gib_str(s.smallest->worst.total) << " GiB ("
+        << zero_name(s.smallest->where) << " + " << to_string(s.smallest->where.recompute) << ", "
+        << axes_string(s.smallest->where) << ")";
     o << "\n";
   }
   return o.str();
@@ -165,19 +186,19 @@ std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   const double state = to_gib(b.state_total);
   const double room = cap - res - act;
   o << "lower bound (the seed's (e)): leave room for the cheapest activations, full recompute at tp=1:\n";
-  o << "  2*s*b*h*L = 2 * " << p.training.seq << " * " << p.training.micro_batch << " * " << p.model.hidden << " * "
-    << p.model.layers << " = " << eng(static_cast<double>(r.full_recompute_activations)) << " bytes = " << fixed(act, 1)
-    << " GiB\n";
-  o << "  " << b.shardable_per_param << "*Psi/N + " << fixed(act, 1) << " + " << trim(res, 1) << " <= " << trim(cap, 1)
-    << "\n";
+  o << "  2*s*b*h*L = 2 * " << p.training.seq << " * " << p.training.micro_batch << " * " << p.model.hidden
+    << " * " << p.model.layers << " = " << eng(static_cast<double>(r.full_recompute_activations))
+    << " bytes = " << fixed(act, 1) << " GiB\n";
+  o << "  " << b.shardable_per_param << "*Psi/N + " << fixed(act, 1) << " + " << trim(res, 1)
+    << " <= " << trim(cap, 1) << "\n";
   o << "  " << b.shardable_per_param << "*Psi/N <= " << fixed(room, 1) << " GiB\n";
-  o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.seed_bound, 1) << "   ->  N >= "
-    << static_cast<long long>(std::ceil(r.seed_bound - 1e-9));
+  o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.seed_bound, 1)
+    << "   ->  N >= " << static_cast<long long>(std::ceil(r.seed_bound - 1e-9));
   if (r.n_pow2) o << "  ->  N = " << *r.n_pow2 << " (power of two)";
   o << "\n";
-  o << "  strict form (tp and cp shrink activations further, so count none): N >= " << fixed(state, 1) << " / "
-    << fixed(cap - res, 1) << " = " << fixed(r.strict_bound, 2) << "; the search starts at N = " << r.first_candidate
-    << "\n";
+  o << "  strict form (tp and cp shrink activations further, so count none): N >= " << fixed(state, 1)
+    << " / " << fixed(cap - res, 1) << " = " << fixed(r.strict_bound, 2)
+    << "; the search starts at N = " << r.first_candidate << "\n";
   return o.str();
 }
 

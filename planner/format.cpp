@@ -16,7 +16,9 @@ std::string fixed(double x, int decimals) {
   return s;
 }
 
-std::string gib_str(std::int64_t bytes, int decimals) { return fixed(to_gib(bytes), decimals); }
+std::string gib_str(std::int64_t bytes, int decimals) {
+  return fixed(to_gib(bytes), decimals);
+}
 
 std::string trim(double x, int decimals) {
   std::string s = fixed(x, decimals);
@@ -34,7 +36,7 @@ std::string eng(double x) {
   int e = static_cast<int>(std::floor(std::log10(ax)));
   e -= e % 3;
   double m = x / std::pow(10.0, e);
-  std::string ms = trim(m, std::max(0, 3 - static_cast<int>(std::floor(std::log10(std::fabs(m)))) ));
+  std::string ms = trim(m, std::max(0, 3 - static_cast<int>(std::floor(std::log10(std::fabs(m))))));
   return ms + "e" + std::to_string(e);
 }
 

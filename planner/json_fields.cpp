@@ -32,9 +32,8 @@ std::optional<std::int64_t> opt_int_field(const nlohmann::json& j, const std::st
     throw bad_input(where(origin, key), "must be an integer, got " + it->dump());
   }
   if (v < lo || v > hi)
-    throw bad_input(where(origin, key),
-                    "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                        std::to_string(v));
+    throw bad_input(where(origin, key), "must be between " + std::to_string(lo) + " and " +
+                                            std::to_string(hi) + ", got " + std::to_string(v));
   return v;
 }
 
@@ -55,7 +54,8 @@ std::optional<double> opt_number_field(const nlohmann::json& j, const std::strin
   return d;
 }
 
-std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& key, const std::string& origin) {
+std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& key,
+                                   const std::string& origin) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_boolean()) throw bad_input(where(origin, key), "must be true or false, got " + it->dump());

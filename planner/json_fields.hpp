@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace headroom::detail {
 
@@ -20,7 +19,8 @@ std::optional<std::int64_t> opt_int_field(const nlohmann::json& j, const std::st
 // Returns j[key] as a number (>= 0); nullopt when absent or null.
 std::optional<double> opt_number_field(const nlohmann::json& j, const std::string& key,
                                        const std::string& origin);
-std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& key, const std::string& origin);
+std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& key,
+                                   const std::string& origin);
 std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::string& key,
                                             const std::string& origin);
 

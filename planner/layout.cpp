@@ -7,17 +7,23 @@ namespace headroom {
 
 const char* to_string(recompute_mode r) {
   switch (r) {
-    case recompute_mode::none: return "none";
-    case recompute_mode::selective: return "selective";
-    case recompute_mode::full: return "full";
+    case recompute_mode::none:
+      return "none";
+    case recompute_mode::selective:
+      return "selective";
+    case recompute_mode::full:
+      return "full";
   }
   return "?";
 }
 
-const char* to_string(attention_kind a) { return a == attention_kind::eager ? "eager" : "flash"; }
+const char* to_string(attention_kind a) {
+  return a == attention_kind::eager ? "eager" : "flash";
+}
 
 std::string axes_string(const layout& l) {
-  std::string s = "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp());
+  std::string s =
+      "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp());
   if (l.cp > 1) s += " cp=" + std::to_string(l.cp);
   if (l.vpp > 1) s += " vpp=" + std::to_string(l.vpp);
   if (l.sp()) s += " sp";
@@ -33,8 +39,10 @@ std::string zero_name(const layout& l) {
 void validate(const training_spec& t, const device_spec& d) {
   if (t.seq <= 0) throw bad_input("seq", "must be positive, got " + std::to_string(t.seq));
   if (t.seq > 100'000'000) throw bad_input("seq", "is absurd (" + std::to_string(t.seq) + ")");
-  if (t.micro_batch <= 0) throw bad_input("micro-batch", "must be positive, got " + std::to_string(t.micro_batch));
-  if (t.micro_batch > 1'000'000) throw bad_input("micro-batch", "is absurd (" + std::to_string(t.micro_batch) + ")");
+  if (t.micro_batch <= 0)
+    throw bad_input("micro-batch", "must be positive, got " + std::to_string(t.micro_batch));
+  if (t.micro_batch > 1'000'000)
+    throw bad_input("micro-batch", "is absurd (" + std::to_string(t.micro_batch) + ")");
   if (t.global_batch <= 0) throw bad_input("global-batch", "must be positive");
   if (t.global_batch > 1'000'000'000) throw bad_input("global-batch", "is absurd");
   if (d.capacity <= 0) throw bad_input("gpu-mem", "must be positive");
@@ -54,33 +62,41 @@ void validate(const problem& p, const layout& l) {
   pos(l.cp, "cp");
   pos(l.vpp, "vpp");
   if (l.gpus > 10'000'000) throw bad_input("gpus", "is absurd (" + std::to_string(l.gpus) + ")");
-  if (l.zero < 0 || l.zero > 3) throw bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
+  if (l.zero < 0 || l.zero > 3)
+    throw bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
   if (l.zero3_inflight_units < 0 || l.zero3_inflight_units > 1000)
     throw bad_input("zero3-inflight-units", "must be between 0 and 1000");
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
   if (tpc > l.gpus || l.gpus % tpc != 0)
-    throw bad_input("gpus", "tp*pp*cp = " + std::to_string(tpc) + " does not divide " + std::to_string(l.gpus) + " GPUs");
+    throw bad_input(
+        "gpus", "tp*pp*cp = " + std::to_string(tpc) + " does not divide " + std::to_string(l.gpus) + " GPUs");
   if (l.tp > p.device.gpus_per_node)
-    throw bad_input("tp", "tp=" + std::to_string(l.tp) + " crosses a node of " + std::to_string(p.device.gpus_per_node) +
+    throw bad_input("tp", "tp=" + std::to_string(l.tp) + " crosses a node of " +
+                              std::to_string(p.device.gpus_per_node) +
                               " GPUs (tensor parallelism stays inside a node)");
   if (m.heads % l.tp != 0)
-    throw bad_input("tp", "heads (" + std::to_string(m.heads) + ") not divisible by tp=" + std::to_string(l.tp));
+    throw bad_input("tp",
+                    "heads (" + std::to_string(m.heads) + ") not divisible by tp=" + std::to_string(l.tp));
   if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     throw bad_input("tp", "kv heads (" + std::to_string(m.kv_heads) + ") and tp=" + std::to_string(l.tp) +
                               ": neither divides the other");
   if (m.ffn_hidden % l.tp != 0)
-    throw bad_input("tp", "ffn hidden (" + std::to_string(m.ffn_hidden) + ") not divisible by tp=" + std::to_string(l.tp));
+    throw bad_input("tp", "ffn hidden (" + std::to_string(m.ffn_hidden) +
+                              ") not divisible by tp=" + std::to_string(l.tp));
   if (m.layers % l.pp != 0)
-    throw bad_input("pp", "layers (" + std::to_string(m.layers) + ") not divisible by pp=" + std::to_string(l.pp));
+    throw bad_input("pp",
+                    "layers (" + std::to_string(m.layers) + ") not divisible by pp=" + std::to_string(l.pp));
   if ((m.layers / l.pp) % l.vpp != 0)
-    throw bad_input("vpp", "layers per stage (" + std::to_string(m.layers / l.pp) + ") not divisible by vpp=" +
-                               std::to_string(l.vpp));
+    throw bad_input("vpp", "layers per stage (" + std::to_string(m.layers / l.pp) +
+                               ") not divisible by vpp=" + std::to_string(l.vpp));
   if (l.vpp > 1 && l.pp == 1) throw bad_input("vpp", "interleaving needs pp > 1");
   if (p.training.seq % l.cp != 0)
-    throw bad_input("cp", "sequence (" + std::to_string(p.training.seq) + ") not divisible by cp=" + std::to_string(l.cp));
+    throw bad_input("cp", "sequence (" + std::to_string(p.training.seq) +
+                              ") not divisible by cp=" + std::to_string(l.cp));
   if (l.sp() && (p.training.seq / l.cp) % l.tp != 0)
     throw bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
-                              std::to_string(p.training.seq / l.cp) + ") divisible by tp=" + std::to_string(l.tp));
+                              std::to_string(p.training.seq / l.cp) +
+                              ") divisible by tp=" + std::to_string(l.tp));
 }
 
 }  // namespace headroom

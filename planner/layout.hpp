@@ -17,7 +17,8 @@ enum class attention_kind { eager, flash };
 struct training_spec {
   std::int64_t seq = 2048;
   std::int64_t micro_batch = 1;
-  std::int64_t global_batch = 1536;  // sequences per step; sets the micro-batches per step (GPT-3: 1536 x 2048)
+  std::int64_t global_batch =
+      1536;  // sequences per step; sets the micro-batches per step (GPT-3: 1536 x 2048)
   attention_kind attention = attention_kind::eager;
 };
 
@@ -35,9 +36,9 @@ struct layout {
   int vpp = 1;  // virtual (interleaved) stages per pipeline rank
   int zero = 0;
   recompute_mode recompute = recompute_mode::none;
-  bool sequence_parallel = true;  // only meaningful when tp > 1
-  bool offload_optimizer = false; // ZeRO-Offload: master and optimizer states in host memory
-  int zero3_inflight_units = 2;   // unsharded layers gathered at once under ZeRO-3
+  bool sequence_parallel = true;   // only meaningful when tp > 1
+  bool offload_optimizer = false;  // ZeRO-Offload: master and optimizer states in host memory
+  int zero3_inflight_units = 2;    // unsharded layers gathered at once under ZeRO-3
 
   // Returns the data-parallel degree N / (tp * pp * cp).
   int dp() const { return gpus / (tp * pp * cp); }

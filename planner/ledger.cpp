@@ -7,7 +7,8 @@
 namespace headroom {
 
 ledger_shape shape_of(const problem& p, const layout& l) {
-  return {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp, p.training.attention, p.precision.activation_bytes};
+  return {p.training.seq,       p.training.micro_batch,      l.tp, l.sp(), l.cp,
+          p.training.attention, p.precision.activation_bytes};
 }
 
 namespace {
@@ -44,7 +45,8 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   if (s.attention == attention_kind::eager) {
     add("attn.softmax.output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
     if (m.dropout) {
-      add("attn.softmax.dropout_mask", "1*a*s^2*b/t", {b, heads, s_local, s.seq}, 1, act_role::attention_core);
+      add("attn.softmax.dropout_mask", "1*a*s^2*b/t", {b, heads, s_local, s.seq}, 1,
+          act_role::attention_core);
       add("attn.softmax.dropout_output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act,
           act_role::attention_core);
     }

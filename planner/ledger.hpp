@@ -24,7 +24,7 @@ struct ledger_entry {
   std::string formula;              // closed form of `bytes` on one rank, e.g. "2*a*s^2*b/t"
   std::vector<std::int64_t> shape;  // the tensor's shape on one rank, after tp / sp / cp division
   std::int64_t dtype_bytes = 2;
-  std::int64_t bytes = 0;           // product of shape times dtype_bytes
+  std::int64_t bytes = 0;  // product of shape times dtype_bytes
   act_role role = act_role::saved;
 };
 

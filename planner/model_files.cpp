@@ -5,9 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "errors.hpp"
 #include "json_fields.hpp"
@@ -57,7 +56,8 @@ model_spec load_preset(const std::string& name, const std::string& dir) {
   if (!plain || !fs::exists(p)) {
     std::string known;
     for (const auto& n : list_presets(dir)) known += (known.empty() ? "" : ", ") + n;
-    throw bad_input("preset", "unknown preset '" + name + "' (known: " + (known.empty() ? "none in " + dir : known) + ")");
+    throw bad_input("preset", "unknown preset '" + name +
+                                  "' (known: " + (known.empty() ? "none in " + dir : known) + ")");
   }
   auto m = model_from_json(read_json_file(p.string()), name);
   return m;
@@ -78,7 +78,8 @@ using detail::opt_string_field;
 constexpr std::int64_t big = 1'000'000'000;
 
 // The first of `keys` present in `j`, as an integer; throws naming all of them when none is.
-std::int64_t first_int(const nlohmann::json& j, std::initializer_list<const char*> keys, const std::string& origin) {
+std::int64_t first_int(const nlohmann::json& j, std::initializer_list<const char*> keys,
+                       const std::string& origin) {
   for (const char* k : keys)
     if (auto v = opt_int_field(j, k, origin, 1, big)) return *v;
   std::string names;
@@ -86,7 +87,8 @@ std::int64_t first_int(const nlohmann::json& j, std::initializer_list<const char
   throw bad_input(origin + "." + *keys.begin(), "missing (looked for " + names + ")");
 }
 
-bool any_dropout(const nlohmann::json& j, std::initializer_list<const char*> keys, const std::string& origin) {
+bool any_dropout(const nlohmann::json& j, std::initializer_list<const char*> keys,
+                 const std::string& origin) {
   for (const char* k : keys)
     if (auto v = opt_number_field(j, k, origin); v && *v > 0) return true;
   return false;
@@ -175,21 +177,25 @@ model_spec model_from_hf_config(const nlohmann::json& c, const std::string& orig
     m.heads = first_int(c, {"num_attention_heads", "n_head"}, origin);
     bool new_arch = opt_bool_field(c, "new_decoder_architecture", origin).value_or(false);
     bool mqa = opt_bool_field(c, "multi_query", origin).value_or(true);
-    if (new_arch) m.kv_heads = first_int(c, {"num_kv_heads", "n_head_kv"}, origin);
-    else m.kv_heads = mqa ? 1 : m.heads;
+    if (new_arch)
+      m.kv_heads = first_int(c, {"num_kv_heads", "n_head_kv"}, origin);
+    else
+      m.kv_heads = mqa ? 1 : m.heads;
     m.head_dim = m.hidden / m.heads;
     m.ffn_hidden = opt_int_field(c, "ffn_hidden_size", origin, 1, big).value_or(4 * m.hidden);
     m.vocab = int_field(c, "vocab_size", origin, 1, big);
     m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
-    m.position = opt_bool_field(c, "alibi", origin).value_or(false) ? position_kind::alibi : position_kind::rotary;
+    m.position =
+        opt_bool_field(c, "alibi", origin).value_or(false) ? position_kind::alibi : position_kind::rotary;
     m.linear_bias = opt_bool_field(c, "bias", origin).value_or(false);
     m.parallel_residual = opt_bool_field(c, "parallel_attn", origin).value_or(true) || new_arch;
     m.norms_per_layer = new_arch ? 2 : m.parallel_residual ? 1 : 2;
     m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
     m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
   } else {
-    throw bad_input(origin + ".model_type",
-                    "unsupported '" + t + "' (supported: llama, mistral, qwen2, gpt2, gpt_neox, bloom, opt, falcon)");
+    throw bad_input(
+        origin + ".model_type",
+        "unsupported '" + t + "' (supported: llama, mistral, qwen2, gpt2, gpt_neox, bloom, opt, falcon)");
   }
   // A config states the longest context, not the training sequence; --seq overrides this default.
   m.seq = std::min<std::int64_t>(m.max_positions, 4096);

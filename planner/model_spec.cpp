@@ -11,13 +11,20 @@ namespace headroom {
 using detail::checked_add;
 using detail::checked_mul;
 
-const char* to_string(mlp_kind k) { return k == mlp_kind::gelu ? "gelu" : "swiglu"; }
-const char* to_string(norm_kind k) { return k == norm_kind::layernorm ? "layernorm" : "rmsnorm"; }
+const char* to_string(mlp_kind k) {
+  return k == mlp_kind::gelu ? "gelu" : "swiglu";
+}
+const char* to_string(norm_kind k) {
+  return k == norm_kind::layernorm ? "layernorm" : "rmsnorm";
+}
 const char* to_string(position_kind k) {
   switch (k) {
-    case position_kind::learned: return "learned";
-    case position_kind::rotary: return "rotary";
-    case position_kind::alibi: return "alibi";
+    case position_kind::learned:
+      return "learned";
+    case position_kind::rotary:
+      return "rotary";
+    case position_kind::alibi:
+      return "alibi";
   }
   return "?";
 }
@@ -48,9 +55,10 @@ void validate(const model_spec& m) {
   positive(m.seq, max_seq, "seq");
   positive(m.max_positions, max_seq, "max_positions");
   if (m.heads % m.kv_heads != 0)
-    throw bad_input("model.kv_heads", "must divide heads (" + std::to_string(m.heads) + "), got " +
-                                          std::to_string(m.kv_heads));
-  if (m.norms_per_layer < 1 || m.norms_per_layer > 2) throw bad_input("model.norms_per_layer", "must be 1 or 2");
+    throw bad_input("model.kv_heads",
+                    "must divide heads (" + std::to_string(m.heads) + "), got " + std::to_string(m.kv_heads));
+  if (m.norms_per_layer < 1 || m.norms_per_layer > 2)
+    throw bad_input("model.norms_per_layer", "must be 1 or 2");
   if (m.norms_per_layer == 1 && !m.parallel_residual)
     throw bad_input("model.norms_per_layer", "one norm per layer needs parallel_residual");
   if (m.stated_params && *m.stated_params <= 0) throw bad_input("model.params", "must be positive");
@@ -64,8 +72,10 @@ param_counts count_params(const model_spec& m) {
   const std::int64_t kv = checked_mul(m.kv_heads, m.head_dim, what);
   // Attention: Q (h x q), K and V (h x kv each), output projection (q x h).
   std::int64_t attn = checked_add(checked_mul(2 * h, q, what), checked_mul(2 * h, kv, what), what);
-  if (m.linear_bias) attn += q + 2 * kv + h;
-  else if (m.qkv_bias_only) attn += q + 2 * kv;
+  if (m.linear_bias)
+    attn += q + 2 * kv + h;
+  else if (m.qkv_bias_only)
+    attn += q + 2 * kv;
   const std::int64_t matrices = m.mlp == mlp_kind::gelu ? 2 : 3;
   std::int64_t mlp = checked_mul(matrices * h, f, what);
   if (m.linear_bias) mlp += (matrices - 1) * f + h;
@@ -106,27 +116,38 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.heads = int_field(j, "heads", origin, 1, max_heads);
   m.kv_heads = opt_int_field(j, "kv_heads", origin, 1, max_heads).value_or(m.heads);
   if (m.hidden % m.heads != 0 && !j.contains("head_dim"))
-    throw bad_input(origin + ".heads", "must divide hidden (" + std::to_string(m.hidden) + ") unless head_dim is given");
+    throw bad_input(origin + ".heads",
+                    "must divide hidden (" + std::to_string(m.hidden) + ") unless head_dim is given");
   m.head_dim = opt_int_field(j, "head_dim", origin, 1, max_width).value_or(m.hidden / m.heads);
   m.ffn_hidden = opt_int_field(j, "ffn_hidden", origin, 1, max_width).value_or(4 * m.hidden);
   m.vocab = int_field(j, "vocab", origin, 1, max_vocab);
   m.seq = opt_int_field(j, "seq", origin, 1, max_seq).value_or(2048);
   m.max_positions = opt_int_field(j, "max_positions", origin, 1, max_seq).value_or(m.seq);
   if (auto s = opt_string_field(j, "mlp", origin)) {
-    if (*s == "gelu") m.mlp = mlp_kind::gelu;
-    else if (*s == "swiglu") m.mlp = mlp_kind::swiglu;
-    else throw bad_input(origin + ".mlp", "must be gelu or swiglu, got '" + *s + "'");
+    if (*s == "gelu")
+      m.mlp = mlp_kind::gelu;
+    else if (*s == "swiglu")
+      m.mlp = mlp_kind::swiglu;
+    else
+      throw bad_input(origin + ".mlp", "must be gelu or swiglu, got '" + *s + "'");
   }
   if (auto s = opt_string_field(j, "norm", origin)) {
-    if (*s == "layernorm") m.norm = norm_kind::layernorm;
-    else if (*s == "rmsnorm") m.norm = norm_kind::rmsnorm;
-    else throw bad_input(origin + ".norm", "must be layernorm or rmsnorm, got '" + *s + "'");
+    if (*s == "layernorm")
+      m.norm = norm_kind::layernorm;
+    else if (*s == "rmsnorm")
+      m.norm = norm_kind::rmsnorm;
+    else
+      throw bad_input(origin + ".norm", "must be layernorm or rmsnorm, got '" + *s + "'");
   }
   if (auto s = opt_string_field(j, "position", origin)) {
-    if (*s == "learned") m.position = position_kind::learned;
-    else if (*s == "rotary") m.position = position_kind::rotary;
-    else if (*s == "alibi") m.position = position_kind::alibi;
-    else throw bad_input(origin + ".position", "must be learned, rotary or alibi, got '" + *s + "'");
+    if (*s == "learned")
+      m.position = position_kind::learned;
+    else if (*s == "rotary")
+      m.position = position_kind::rotary;
+    else if (*s == "alibi")
+      m.position = position_kind::alibi;
+    else
+      throw bad_input(origin + ".position", "must be learned, rotary or alibi, got '" + *s + "'");
   }
   m.tied_embeddings = opt_bool_field(j, "tied_embeddings", origin).value_or(true);
   m.dropout = opt_bool_field(j, "dropout", origin).value_or(true);

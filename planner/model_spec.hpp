@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace headroom {
 
@@ -30,12 +29,12 @@ struct model_spec {
   norm_kind norm = norm_kind::layernorm;
   position_kind position = position_kind::learned;
   bool tied_embeddings = true;
-  bool dropout = true;         // dropout after attention softmax, attention and MLP outputs
-  bool linear_bias = true;     // biases on QKV, output projection and MLP
-  bool qkv_bias_only = false;  // Qwen2: biases on Q, K, V and nowhere else
-  bool embedding_norm = false; // BLOOM: a layer norm right after the word embedding
-  int norms_per_layer = 2;     // Falcon-7B: one norm feeds both attention and MLP
-  bool parallel_residual = false;  // GPT-NeoX, Falcon: attention and MLP read the same layer input
+  bool dropout = true;                        // dropout after attention softmax, attention and MLP outputs
+  bool linear_bias = true;                    // biases on QKV, output projection and MLP
+  bool qkv_bias_only = false;                 // Qwen2: biases on Q, K, V and nowhere else
+  bool embedding_norm = false;                // BLOOM: a layer norm right after the word embedding
+  int norms_per_layer = 2;                    // Falcon-7B: one norm feeds both attention and MLP
+  bool parallel_residual = false;             // GPT-NeoX, Falcon: attention and MLP read the same layer input
   std::optional<std::int64_t> stated_params;  // a preset may state Ψ instead of deriving it (gpt3-175b)
 };
 

@@ -2,7 +2,6 @@
 #include "recipe.hpp"
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "errors.hpp"
@@ -26,10 +25,14 @@ std::int64_t recipe::bytes_of(buffer_kind k) const {
 
 const char* to_string(buffer_kind k) {
   switch (k) {
-    case buffer_kind::params: return "params";
-    case buffer_kind::grads: return "grads";
-    case buffer_kind::master: return "master";
-    case buffer_kind::optimizer: return "optimizer";
+    case buffer_kind::params:
+      return "params";
+    case buffer_kind::grads:
+      return "grads";
+    case buffer_kind::master:
+      return "master";
+    case buffer_kind::optimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -102,11 +105,16 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
     rb.name = opt_string_field(b, "name", where).value_or("buffer");
     auto kind = opt_string_field(b, "kind", where);
     if (!kind) throw bad_input(where + ".kind", "missing (params, grads, master or optimizer)");
-    if (*kind == "params") rb.kind = buffer_kind::params;
-    else if (*kind == "grads") rb.kind = buffer_kind::grads;
-    else if (*kind == "master") rb.kind = buffer_kind::master;
-    else if (*kind == "optimizer") rb.kind = buffer_kind::optimizer;
-    else throw bad_input(where + ".kind", "must be params, grads, master or optimizer, got '" + *kind + "'");
+    if (*kind == "params")
+      rb.kind = buffer_kind::params;
+    else if (*kind == "grads")
+      rb.kind = buffer_kind::grads;
+    else if (*kind == "master")
+      rb.kind = buffer_kind::master;
+    else if (*kind == "optimizer")
+      rb.kind = buffer_kind::optimizer;
+    else
+      throw bad_input(where + ".kind", "must be params, grads, master or optimizer, got '" + *kind + "'");
     rb.bytes = int_field(b, "bytes", where, 1, 64);
     int dflt = rb.kind == buffer_kind::params ? 3 : rb.kind == buffer_kind::grads ? 2 : 1;
     rb.shard_from = static_cast<int>(opt_int_field(b, "shard_from", where, 1, 3).value_or(dflt));
@@ -118,7 +126,8 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
 nlohmann::json recipe_to_json(const recipe& r) {
   nlohmann::json b = nlohmann::json::array();
   for (const auto& x : r.buffers)
-    b.push_back({{"name", x.name}, {"kind", to_string(x.kind)}, {"bytes", x.bytes}, {"shard_from", x.shard_from}});
+    b.push_back(
+        {{"name", x.name}, {"kind", to_string(x.kind)}, {"bytes", x.bytes}, {"shard_from", x.shard_from}});
   return {{"name", r.name}, {"activation_bytes", r.activation_bytes}, {"buffers", b}};
 }
 
@@ -126,10 +135,12 @@ recipe load_recipe(const std::string& name_or_path) {
   recipe r = builtin(name_or_path);
   if (!r.buffers.empty()) return r;
   if (std::filesystem::exists(name_or_path))
-    return recipe_from_json(read_json_file(name_or_path), std::filesystem::path(name_or_path).filename().string());
+    return recipe_from_json(read_json_file(name_or_path),
+                            std::filesystem::path(name_or_path).filename().string());
   std::string known;
   for (const auto& n : builtin_recipes()) known += (known.empty() ? "" : ", ") + n;
-  throw bad_input("recipe", "unknown recipe '" + name_or_path + "' (built in: " + known + "; or a JSON file)");
+  throw bad_input("recipe",
+                  "unknown recipe '" + name_or_path + "' (built in: " + known + "; or a JSON file)");
 }
 
 }  // namespace headroom

@@ -4,20 +4,19 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace headroom {
 
 enum class buffer_kind { params, grads, master, optimizer };
 
 struct recipe_buffer {
-  std::string name;   // "bf16 parameters"
-  buffer_kind kind;   // what the buffer is, for offload and for the seed's columns
-  std::int64_t bytes; // bytes per parameter
-  int shard_from;     // ZeRO stage from which it is divided by dp (params 3, grads 2, master/optimizer 1)
+  std::string name;    // "bf16 parameters"
+  buffer_kind kind;    // what the buffer is, for offload and for the seed's columns
+  std::int64_t bytes;  // bytes per parameter
+  int shard_from;      // ZeRO stage from which it is divided by dp (params 3, grads 2, master/optimizer 1)
 };
 
 struct recipe {

@@ -47,14 +47,20 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
         if (t == 1 && !sp) continue;  // sp means nothing without tp
         if (axes.sequence_parallel && t > 1 && *axes.sequence_parallel != sp) continue;
         if (sp && t > 1 && (seq / c) % t) continue;
-        ledger_shape shape{seq, p.training.micro_batch, t, sp && t > 1, c, p.training.attention,
+        ledger_shape shape{seq,
+                           p.training.micro_batch,
+                           t,
+                           sp && t > 1,
+                           c,
+                           p.training.attention,
                            p.precision.activation_bytes};
         auto sums = sum_ledger(layer_ledger(m, shape));
         detail::checked_mul(sums.none, m.layers * 4, "activations");
         m_variants.push_back({t, c, sp && t > 1, sums});
       }
   for (int q = 1; q <= m.layers; ++q)
-    if (m.layers % q == 0 && (!axes.pp || *axes.pp == q) && (m.layers / q) % axes.vpp == 0 && (axes.vpp == 1 || q > 1))
+    if (m.layers % q == 0 && (!axes.pp || *axes.pp == q) && (m.layers / q) % axes.vpp == 0 &&
+        (axes.vpp == 1 || q > 1))
       m_pp.push_back(q);
   if (m_variants.empty() || m_pp.empty())
     throw bad_input(m_variants.empty() ? "tp" : "pp", "no valid value for this model among the fixed axes");
@@ -62,7 +68,8 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
 
 template <class Visit>
 void layout_search::for_each_layout(int gpus, Visit&& visit) const {
-  static constexpr recompute_mode modes[] = {recompute_mode::none, recompute_mode::selective, recompute_mode::full};
+  static constexpr recompute_mode modes[] = {recompute_mode::none, recompute_mode::selective,
+                                             recompute_mode::full};
   layout l;
   l.gpus = gpus;
   l.vpp = m_axes.vpp;
@@ -132,7 +139,8 @@ min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   const state_bound b = bound_for(p, 1, false);
   const double state = static_cast<double>(b.state_total);
   // The seed's (e): leave room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.
-  r.full_recompute_activations = 2 * p.training.seq * p.training.micro_batch * p.model.hidden * p.model.layers;
+  r.full_recompute_activations =
+      2 * p.training.seq * p.training.micro_batch * p.model.hidden * p.model.layers;
   r.seed_bound = state / static_cast<double>(b.usable - r.full_recompute_activations);
   r.strict_bound = state / static_cast<double>(b.usable);
   r.first_candidate = std::max(1, static_cast<int>(std::ceil(r.strict_bound - 1e-9)));

@@ -27,7 +27,7 @@ struct candidate {
   layout where;
   stage_breakdown worst;  // the stage that decides "fits"
   layout_cost cost;
-  bool tight = false;     // headroom under 5% of capacity: too tight to trust
+  bool tight = false;  // headroom under 5% of capacity: too tight to trust
 };
 
 // The impossibility bound of the seed's (d): state >= bytes_per_param * Ψ / N on every rank, and at most
@@ -43,9 +43,9 @@ struct state_bound {
 
 struct suggestion {
   int gpus = 0;
-  std::vector<candidate> fitting;         // ranked: not tight first, then by cost, dp bytes, headroom
-  std::optional<candidate> smallest;      // the smallest total seen, fitting or not
-  std::int64_t evaluated = 0;             // layouts evaluated
+  std::vector<candidate> fitting;     // ranked: not tight first, then by cost, dp bytes, headroom
+  std::optional<candidate> smallest;  // the smallest total seen, fitting or not
+  std::int64_t evaluated = 0;         // layouts evaluated
   state_bound bound;
 };
 
@@ -84,12 +84,12 @@ class layout_search {
 };
 
 struct min_gpus_result {
-  double seed_bound = 0;          // the seed's (e): Ψ-state / (usable - full-recompute activations at tp=1)
+  double seed_bound = 0;  // the seed's (e): Ψ-state / (usable - full-recompute activations at tp=1)
   std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the seed's 4.5 GiB
-  double strict_bound = 0;        // Ψ-state / usable: no activations at all
-  int first_candidate = 0;        // ceil(strict_bound): no smaller N can fit
-  std::optional<int> n_min;       // the smallest N with a fitting layout
-  std::optional<int> n_pow2;      // the smallest power of two with a fitting layout
+  double strict_bound = 0;                      // Ψ-state / usable: no activations at all
+  int first_candidate = 0;                      // ceil(strict_bound): no smaller N can fit
+  std::optional<int> n_min;                     // the smallest N with a fitting layout
+  std::optional<int> n_pow2;                    // the smallest power of two with a fitting layout
   std::optional<suggestion> at_min, at_pow2;
   std::int64_t evaluated = 0;
 };

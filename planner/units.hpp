@@ -10,6 +10,8 @@ inline constexpr std::int64_t mib = 1024 * kib;
 inline constexpr std::int64_t gib = 1024 * mib;
 
 // Returns bytes expressed in GiB (2^30 bytes), for printing only.
-inline constexpr double to_gib(std::int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(gib); }
+inline constexpr double to_gib(std::int64_t bytes) {
+  return static_cast<double>(bytes) / static_cast<double>(gib);
+}
 
 }  // namespace headroom

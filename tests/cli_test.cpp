@@ -1,15 +1,13 @@
 // cli_test.cpp: runs the built `headroom` binary: the seed's commands with their exact output, exit
 // statuses, JSON and CSV, and one clear error line for each kind of bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -65,22 +63,30 @@ TEST(Cli, SeedMinGpusExactOutput) {
 
 TEST(Cli, SeedTableHeaderIsTheSeeds) {
   auto r = run(g + "--gpus 8 --zero 0 --recompute none");
-  EXPECT_NE(r.out.find("strategy                        axes                      state    activ  reserve    total  "
-                       "fits 192 GiB?\n"
-                       "---------------------------------------------------------------------------------------------------------\n"
-                       "DDP + no recompute              tp=1 pp=1 dp=8           2607.7    256.5     10.0   2874.2  no\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          "strategy                        axes                      state    activ  reserve    total  "
+          "fits 192 GiB?\n"
+          "--------------------------------------------------------------------------------------------------"
+          "-------\n"
+          "DDP + no recompute              tp=1 pp=1 dp=8           2607.7    256.5     10.0   2874.2  no\n"),
+      std::string::npos)
       << r.out;
 }
 
 TEST(Cli, SeedFiguresComeOutOfTheBinary) {
-  struct fig { std::string args, text; };
+  struct fig {
+    std::string args, text;
+  };
   const fig figs[] = {
       {"--gpus 1 --zero 0 --explain", "2607.7 / 192 = 13.6 GPUs of pure state"},
       {"--gpus 8 --zero 3 --explain", "2.869e9 bytes = 2.672 GiB"},
-      {"--gpus 8 --zero 1", "ZeRO-1 + no recompute           tp=1 pp=1 dp=8            896.4    256.5     10.0   1162.9"},
-      {"--gpus 8 --zero 2", "ZeRO-2 + no recompute           tp=1 pp=1 dp=8            611.2    256.5     10.0    877.7"},
-      {"--gpus 8 --zero 3", "ZeRO-3 + no recompute           tp=1 pp=1 dp=8            332.8    256.5     10.0    599.3"},
+      {"--gpus 8 --zero 1",
+       "ZeRO-1 + no recompute           tp=1 pp=1 dp=8            896.4    256.5     10.0   1162.9"},
+      {"--gpus 8 --zero 2",
+       "ZeRO-2 + no recompute           tp=1 pp=1 dp=8            611.2    256.5     10.0    877.7"},
+      {"--gpus 8 --zero 3",
+       "ZeRO-3 + no recompute           tp=1 pp=1 dp=8            332.8    256.5     10.0    599.3"},
       {"--gpus 16 --zero 3 --recompute full", "169.8      4.5     10.0    184.3"},
       {"--gpus 16 --zero 3 --recompute full", "7.7 GiB (4.0%)"},
       {"--gpus 16 --zero 3 --recompute selective", "169.8     76.5     10.0    256.3"},
@@ -102,9 +108,9 @@ TEST(Cli, JsonCarriesEveryTermInBytes) {
   EXPECT_EQ(j["schema"], "headroom.plan/1");
   EXPECT_TRUE(j["predicted"].get<bool>());
   const auto& s = j["stages"][0];
-  EXPECT_EQ(s["total_bytes"].get<std::int64_t>(),
-            s["state_bytes"].get<std::int64_t>() + s["activation_bytes"].get<std::int64_t>() +
-                s["reserve_bytes"].get<std::int64_t>());
+  EXPECT_EQ(s["total_bytes"].get<std::int64_t>(), s["state_bytes"].get<std::int64_t>() +
+                                                      s["activation_bytes"].get<std::int64_t>() +
+                                                      s["reserve_bytes"].get<std::int64_t>());
   EXPECT_EQ(j["layer_activation_bytes"]["none"].get<std::int64_t>(), 2048LL * 12288 * 114);
   EXPECT_EQ(j["ledger"].size(), 15u);
 
@@ -131,13 +137,16 @@ TEST(Cli, ExitStatusGatesLaunches) {
 TEST(Cli, HuggingFaceConfigAndModelFile) {
   auto r = run("plan --hf-config " + data + "/hf/llama2-7b.json --gpus 8 --zero 1 --recompute selective");
   EXPECT_EQ(r.status, 0) << r.err;
-  r = run("plan --model " + std::string(HEADROOM_SOURCE_DIR) + "/presets/llama3-8b.json --gpus 8 --attention flash");
+  r = run("plan --model " + std::string(HEADROOM_SOURCE_DIR) +
+          "/presets/llama3-8b.json --gpus 8 --attention flash");
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
 // Each bad input: exit 2, nothing on stdout, exactly one line on stderr naming the problem.
 TEST(Cli, BadInputIsOneLineAndExitTwo) {
-  struct bad { std::string args, says; };
+  struct bad {
+    std::string args, says;
+  };
   const bad cases[] = {
       {"plan --preset gpt5 --gpus 8", "unknown preset 'gpt5'"},
       {"plan --model " + data + "/bad/malformed.json --gpus 8", "malformed JSON"},

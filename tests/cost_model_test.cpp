@@ -1,7 +1,8 @@
 // cost_model_test.cpp: the ranking terms against their closed forms.
+#include "planner/cost_model.hpp"
+
 #include <gtest/gtest.h>
 
-#include "planner/cost_model.hpp"
 #include "test_support.hpp"
 
 namespace headroom {

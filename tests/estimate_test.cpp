@@ -1,8 +1,9 @@
 // estimate_test.cpp: properties of the per-stage model that must hold for every preset, and the pipeline,
 // interleaving, context-parallel and offload terms.
+#include "planner/estimate.hpp"
+
 #include <gtest/gtest.h>
 
-#include "planner/estimate.hpp"
 #include "test_support.hpp"
 
 namespace headroom {
@@ -11,8 +12,8 @@ namespace {
 using test::make_layout;
 using test::preset_problem;
 
-const char* presets[] = {"gpt3-175b", "gpt3-6.7b", "korthikanti-1t", "llama2-70b", "llama3-405b", "bloom-176b",
-                         "opt-175b", "gpt-neox-20b"};
+const char* presets[] = {"gpt3-175b",   "gpt3-6.7b",  "korthikanti-1t", "llama2-70b",
+                         "llama3-405b", "bloom-176b", "opt-175b",       "gpt-neox-20b"};
 
 TEST(Estimate, MoreGpusNeverRaisePerGpuState) {
   for (auto name : presets) {
@@ -49,7 +50,9 @@ TEST(Estimate, FullAtMostSelectiveAtMostNone) {
       if (p.model.heads % tp || p.model.ffn_hidden % tp) continue;
       for (auto att : {attention_kind::eager, attention_kind::flash}) {
         p.training.attention = att;
-        auto a = [&](recompute_mode r) { return estimate(p, make_layout(64, 1, r, tp, 1)).worst_stage().activations; };
+        auto a = [&](recompute_mode r) {
+          return estimate(p, make_layout(64, 1, r, tp, 1)).worst_stage().activations;
+        };
         EXPECT_LE(a(recompute_mode::full), a(recompute_mode::selective)) << name << " tp=" << tp;
         EXPECT_LE(a(recompute_mode::selective), a(recompute_mode::none)) << name << " tp=" << tp;
       }

@@ -1,8 +1,9 @@
 // explain_test.cpp: the derivations carry the seed's intermediate figures.
+#include "planner/explain.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/estimate.hpp"
-#include "planner/explain.hpp"
 #include "test_support.hpp"
 
 namespace headroom {
@@ -11,7 +12,9 @@ namespace {
 using test::make_layout;
 using test::preset_problem;
 
-bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
 
 TEST(Explain, PlanCarriesTheSeedsDerivation) {
   auto p = preset_problem("gpt3-175b");

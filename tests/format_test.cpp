@@ -1,7 +1,8 @@
 // format_test.cpp: the number formats of the seed.
+#include "planner/format.hpp"
+
 #include <gtest/gtest.h>
 
-#include "planner/format.hpp"
 #include "planner/units.hpp"
 
 namespace headroom {

@@ -1,7 +1,6 @@
 // kernels_pattern_test.cpp: the fill / verify kernels on a real GPU; skips with the reason without one.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include "kernels/pattern.hpp"
 

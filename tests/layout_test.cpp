@@ -1,8 +1,9 @@
 // layout_test.cpp: every way a layout can fail to fit a model or a GPU count, and the names of layouts.
+#include "planner/layout.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
-#include "planner/layout.hpp"
 #include "test_support.hpp"
 
 namespace headroom {
@@ -23,10 +24,10 @@ std::string field_of(const problem& p, const layout& l) {
 TEST(Layout, RejectsWhatDoesNotDivide) {
   auto p = preset_problem("gpt3-175b");
   EXPECT_EQ(field_of(p, make_layout(8, 0, recompute_mode::none)), "");
-  EXPECT_EQ(field_of(p, make_layout(14, 0, recompute_mode::none, 7, 1)), "tp");     // 96 heads
-  EXPECT_EQ(field_of(p, make_layout(35, 0, recompute_mode::none, 1, 5)), "pp");     // 96 layers
-  EXPECT_EQ(field_of(p, make_layout(12, 0, recompute_mode::none, 8, 1)), "gpus");   // 8 does not divide 12
-  EXPECT_EQ(field_of(p, make_layout(16, 0, recompute_mode::none, 16, 1)), "tp");    // crosses a node
+  EXPECT_EQ(field_of(p, make_layout(14, 0, recompute_mode::none, 7, 1)), "tp");    // 96 heads
+  EXPECT_EQ(field_of(p, make_layout(35, 0, recompute_mode::none, 1, 5)), "pp");    // 96 layers
+  EXPECT_EQ(field_of(p, make_layout(12, 0, recompute_mode::none, 8, 1)), "gpus");  // 8 does not divide 12
+  EXPECT_EQ(field_of(p, make_layout(16, 0, recompute_mode::none, 16, 1)), "tp");   // crosses a node
   EXPECT_EQ(field_of(p, make_layout(0, 0, recompute_mode::none)), "gpus");
   EXPECT_EQ(field_of(p, make_layout(-8, 0, recompute_mode::none)), "gpus");
   EXPECT_EQ(field_of(p, make_layout(8, 4, recompute_mode::none)), "zero");

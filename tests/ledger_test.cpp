@@ -1,9 +1,10 @@
 // ledger_test.cpp: the per-layer activation ledger against the closed forms of Korthikanti et al.
 // (memory-facts.md) at several shapes, and the terms that flash attention, no dropout, SwiGLU and grouped
 // KV heads change.
+#include "planner/ledger.hpp"
+
 #include <gtest/gtest.h>
 
-#include "planner/ledger.hpp"
 #include "test_support.hpp"
 
 namespace headroom {
@@ -22,9 +23,14 @@ model_spec gpt_like(std::int64_t L, std::int64_t h, std::int64_t a) {
   return m;
 }
 
-struct shape_case { std::int64_t L, h, a, s, b; };
-const shape_case cases[] = {{96, 12288, 96, 2048, 1}, {48, 6144, 64, 2048, 2}, {24, 2048, 16, 4096, 4},
-                            {128, 25600, 160, 2048, 1}, {12, 768, 12, 1024, 8}};
+struct shape_case {
+  std::int64_t L, h, a, s, b;
+};
+const shape_case cases[] = {{96, 12288, 96, 2048, 1},
+                            {48, 6144, 64, 2048, 2},
+                            {24, 2048, 16, 4096, 4},
+                            {128, 25600, 160, 2048, 1},
+                            {12, 768, 12, 1024, 8}};
 
 TEST(Ledger, GptLayerSumsToKorthikantiAtEveryShape) {
   for (auto c : cases) {

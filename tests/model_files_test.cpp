@@ -1,13 +1,13 @@
 // model_files_test.cpp: presets, model files and HuggingFace import, including every kind of bad file.
+#include "planner/model_files.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "planner/errors.hpp"
-#include "planner/model_files.hpp"
 
 namespace headroom {
 namespace {
@@ -33,9 +33,9 @@ TEST(Presets, EveryPresetLoadsAndValidates) {
     EXPECT_FALSE(m.source.empty());
     EXPECT_GT(count_params(m).total, 0);
   }
-  for (auto required : {"gpt3-175b", "korthikanti-22b", "korthikanti-175b", "korthikanti-530b", "korthikanti-1t",
-                        "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "bloom-176b",
-                        "opt-175b", "gpt-neox-20b"})
+  for (auto required : {"gpt3-175b", "korthikanti-22b", "korthikanti-175b", "korthikanti-530b",
+                        "korthikanti-1t", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
+                        "llama3-405b", "bloom-176b", "opt-175b", "gpt-neox-20b"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
 }
 
@@ -47,12 +47,17 @@ TEST(Presets, UnknownPresetNamesTheKnownOnes) {
 }
 
 TEST(ModelFiles, BadFilesAreOneClearError) {
-  EXPECT_NE(error_of([] { load_model_file(data + "/bad/truncated.json"); }).find("malformed JSON"), std::string::npos);
-  EXPECT_NE(error_of([] { load_model_file(data + "/bad/malformed.json"); }).find("malformed JSON"), std::string::npos);
+  EXPECT_NE(error_of([] { load_model_file(data + "/bad/truncated.json"); }).find("malformed JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_model_file(data + "/bad/malformed.json"); }).find("malformed JSON"),
+            std::string::npos);
   EXPECT_NE(error_of([] { load_model_file(data + "/bad/negative.json"); }).find("hidden"), std::string::npos);
-  EXPECT_NE(error_of([] { load_model_file(data + "/bad/missing_hidden.json"); }).find("hidden: missing"), std::string::npos);
-  EXPECT_NE(error_of([] { load_model_file(data + "/bad/overflow.json"); }).find("overflows"), std::string::npos);
-  EXPECT_NE(error_of([] { load_model_file(data + "/bad/no-such-file.json"); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(error_of([] { load_model_file(data + "/bad/missing_hidden.json"); }).find("hidden: missing"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_model_file(data + "/bad/overflow.json"); }).find("overflows"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_model_file(data + "/bad/no-such-file.json"); }).find("cannot open"),
+            std::string::npos);
 }
 
 struct hf_case {
@@ -86,9 +91,11 @@ TEST(HuggingFace, MissingFieldAndUnknownTypeNameTheProblem) {
   auto msg = error_of([] { load_hf_config(data + "/bad/hf_missing_field.json"); });
   EXPECT_NE(msg.find("intermediate_size: missing"), std::string::npos) << msg;
   nlohmann::json j = {{"model_type", "t5"}};
-  EXPECT_NE(error_of([&] { model_from_hf_config(j, "config.json"); }).find("unsupported 't5'"), std::string::npos);
-  EXPECT_NE(error_of([] { model_from_hf_config(nlohmann::json::object(), "config.json"); }).find("model_type"),
+  EXPECT_NE(error_of([&] { model_from_hf_config(j, "config.json"); }).find("unsupported 't5'"),
             std::string::npos);
+  EXPECT_NE(
+      error_of([] { model_from_hf_config(nlohmann::json::object(), "config.json"); }).find("model_type"),
+      std::string::npos);
 }
 
 }  // namespace

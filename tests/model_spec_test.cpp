@@ -9,7 +9,9 @@
 namespace headroom {
 namespace {
 
-std::int64_t derived(const std::string& preset) { return count_params(load_preset(preset, preset_dir())).total; }
+std::int64_t derived(const std::string& preset) {
+  return count_params(load_preset(preset, preset_dir())).total;
+}
 
 TEST(ModelSpec, PublishedParameterCounts) {
   EXPECT_EQ(derived("llama2-7b"), 6'738'415'616);  // HuggingFace model card
@@ -20,7 +22,7 @@ TEST(ModelSpec, PublishedParameterCounts) {
   EXPECT_EQ(derived("gpt-neox-20b"), 20'554'567'680);
   EXPECT_NEAR(static_cast<double>(derived("llama3-405b")), 405.8e9, 0.1e9);
   EXPECT_NEAR(static_cast<double>(derived("bloom-176b")), 176.2e9, 0.1e9);
-  EXPECT_NEAR(static_cast<double>(derived("opt-175b")), 174.6e9, 0.1e9);  // GPT-3 shapes, "175B"
+  EXPECT_NEAR(static_cast<double>(derived("opt-175b")), 174.6e9, 0.1e9);     // GPT-3 shapes, "175B"
   EXPECT_NEAR(static_cast<double>(derived("korthikanti-1t")), 1008e9, 1e9);  // 1T in the paper
   EXPECT_NEAR(static_cast<double>(derived("korthikanti-530b")), 530e9, 1e9);
 }
@@ -34,7 +36,7 @@ TEST(ModelSpec, GptThreeStatesPsiButLayerCountsStillDerive) {
   m.stated_params.reset();
   auto d = count_params(m);
   EXPECT_EQ(d.per_layer, 12 * 12288LL * 12288 + 13 * 12288);  // 12h^2 + 13h
-  EXPECT_EQ(d.total, 174'604'259'328);  // GPT-3's 174.6e9
+  EXPECT_EQ(d.total, 174'604'259'328);                        // GPT-3's 174.6e9
 }
 
 TEST(ModelSpec, ValidationNamesTheField) {
@@ -60,7 +62,8 @@ TEST(ModelSpec, JsonRoundTrip) {
 }
 
 TEST(ModelSpec, OverflowIsBadInput) {
-  nlohmann::json j = {{"layers", 99000}, {"hidden", 9000000}, {"heads", 96}, {"vocab", 90000000}, {"ffn_hidden", 9000000}};
+  nlohmann::json j = {
+      {"layers", 99000}, {"hidden", 9000000}, {"heads", 96}, {"vocab", 90000000}, {"ffn_hidden", 9000000}};
   EXPECT_THROW(model_from_json(j, "x"), bad_input);
 }
 

@@ -1,10 +1,11 @@
 // recipe_test.cpp: the built-in precision recipes and custom recipe files.
+#include "planner/recipe.hpp"
+
 #include <gtest/gtest.h>
 
-#include "planner/errors.hpp"
 #include <nlohmann/json.hpp>
 
-#include "planner/recipe.hpp"
+#include "planner/errors.hpp"
 
 namespace headroom {
 namespace {
@@ -40,7 +41,9 @@ TEST(Recipe, CustomFileAndErrors) {
     EXPECT_NE(std::string(e.what()).find("kind"), std::string::npos);
   }
   EXPECT_THROW(recipe_from_json(nlohmann::json::parse(R"({"buffers": []})"), "r"), bad_input);
-  EXPECT_THROW(recipe_from_json(nlohmann::json::parse(R"({"buffers": [{"kind": "params", "bytes": -2}]})"), "r"), bad_input);
+  EXPECT_THROW(
+      recipe_from_json(nlohmann::json::parse(R"({"buffers": [{"kind": "params", "bytes": -2}]})"), "r"),
+      bad_input);
 }
 
 }  // namespace

@@ -16,7 +16,9 @@ constexpr auto none = recompute_mode::none;
 constexpr auto selective = recompute_mode::selective;
 constexpr auto full = recompute_mode::full;
 
-const stage_breakdown worst(const problem& p, const layout& l) { return estimate(p, l).worst_stage(); }
+const stage_breakdown worst(const problem& p, const layout& l) {
+  return estimate(p, l).worst_stage();
+}
 
 TEST(SeedFigures, A_StateMemory) {
   auto p = preset_problem("gpt3-175b");
@@ -37,7 +39,10 @@ TEST(SeedFigures, B_ActivationMemory) {
 
 TEST(SeedFigures, C_CheapOptionsOnEightGpus) {
   auto p = preset_problem("gpt3-175b");
-  struct row { int zero; double state, total; };
+  struct row {
+    int zero;
+    double state, total;
+  };
   for (auto r : {row{0, 2607.7, 2874.2}, row{1, 896.4, 1162.9}, row{2, 611.2, 877.7}, row{3, 332.8, 599.3}}) {
     auto w = worst(p, make_layout(8, r.zero, none));
     EXPECT_DOUBLE_EQ(rounded_gib(w.state), r.state) << "ZeRO-" << r.zero;

@@ -1,10 +1,11 @@
 // suggest_test.cpp: the layout search: what it enumerates, how it ranks, the bound, and --min-gpus.
+#include "planner/suggest.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "planner/errors.hpp"
-#include "planner/suggest.hpp"
 #include "test_support.hpp"
 
 namespace headroom {
@@ -27,7 +28,8 @@ TEST(Suggest, ThirtyTwoGpusRanksZero3SelectiveFirst) {
   auto rank_of = [&](int zero, recompute_mode r, int tp, int pp) {
     for (std::size_t i = 0; i < s.fitting.size(); ++i) {
       const auto& l = s.fitting[i].where;
-      if (l.zero == zero && l.recompute == r && l.tp == tp && l.pp == pp && l.sp() == (tp > 1)) return static_cast<int>(i);
+      if (l.zero == zero && l.recompute == r && l.tp == tp && l.pp == pp && l.sp() == (tp > 1))
+        return static_cast<int>(i);
     }
     return -1;
   };
