@@ -5,6 +5,7 @@
 
 #include "exit_codes.hpp"
 #include "plan_command.hpp"
+#include "probe_command.hpp"
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
 
@@ -16,6 +17,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", HEADROOM_VERSION " (" HEADROOM_GIT_REVISION ")");
   plan_options plan;
   auto* plan_cmd = add_plan_command(app, plan);
+  probe_options trace, probe;
+  auto* trace_cmd = add_trace_command(app, trace);
+  auto* probe_cmd = add_probe_command(app, probe);
+  for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
   auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
   try {
     app.parse(argc, argv);
@@ -35,6 +40,8 @@ int main(int argc, char** argv) {
       return exit_fits;
     }
     if (plan_cmd->parsed()) return run_plan(plan);
+    if (trace_cmd->parsed()) return run_trace(trace);
+    if (probe_cmd->parsed()) return run_probe(probe);
   } catch (const bad_input& e) {
     std::cerr << "headroom: bad input: " << e.what() << "\n";
     return exit_bad_input;

@@ -13,9 +13,7 @@
 
 namespace headroom::cli {
 
-CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
-  auto* c = app.add_subcommand("plan",
-                               "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
+void add_problem_options(CLI::App* c, plan_options& o) {
   o.app = c;
   auto* model = c->add_option_group("model", "exactly one of these");
   model->add_option("--preset", o.preset, "Model preset name (presets/NAME.json)");
@@ -53,6 +51,11 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
       ->capture_default_str();
   c->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (tp stays inside one)")
       ->capture_default_str();
+}
+
+CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
+  auto* c = app.add_subcommand("plan", "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
+  add_problem_options(c, o);
   c->add_flag("--json", o.json, "Write JSON (every term in bytes)");
   c->add_flag("--csv", o.csv, "Write CSV (every term in bytes)");
   c->add_flag("--explain", o.explain, "Derive every figure for this case");
@@ -116,6 +119,22 @@ problem problem_from(const plan_options& o) {
   return p;
 }
 
+layout layout_from(const plan_options& o) {
+  if (!o.gpus) throw bad_input("gpus", "missing (--gpus N)");
+  layout l;
+  l.gpus = *o.gpus;
+  l.tp = o.tp;
+  l.pp = o.pp;
+  l.cp = o.cp;
+  l.vpp = o.vpp;
+  l.zero = o.zero;
+  l.recompute = recompute_from(o.recompute);
+  l.sequence_parallel = o.sequence_parallel;
+  l.offload_optimizer = o.offload;
+  l.zero3_inflight_units = o.units;
+  return l;
+}
+
 int run_plan(const plan_options& o) {
   const problem p = problem_from(o);
   if (o.json && o.csv) throw bad_input("output", "choose one of --json and --csv");
@@ -169,18 +188,7 @@ int run_plan(const plan_options& o) {
     return s.fitting.empty() ? exit_does_not_fit : exit_fits;
   }
 
-  layout l;
-  l.gpus = *o.gpus;
-  l.tp = o.tp;
-  l.pp = o.pp;
-  l.cp = o.cp;
-  l.vpp = o.vpp;
-  l.zero = o.zero;
-  l.recompute = recompute_from(o.recompute);
-  l.sequence_parallel = o.sequence_parallel;
-  l.offload_optimizer = o.offload;
-  l.zero3_inflight_units = o.units;
-  const breakdown b = estimate(p, l);
+  const breakdown b = estimate(p, layout_from(o));
   if (o.json)
     std::cout << plan_json(p, b).dump(2) << "\n";
   else if (o.csv)

@@ -29,8 +29,14 @@ struct plan_options {
   CLI::App* app = nullptr;  // to ask which options were given
 };
 
+// Adds the model, training, layout and device options that plan, trace and probe share.
+void add_problem_options(CLI::App* c, plan_options& o);
+
 // Adds the `plan` subcommand to `app`; its options fill `o`.
 CLI::App* add_plan_command(CLI::App& app, plan_options& o);
+
+// Returns the layout the options describe (not yet validated against the model).
+layout layout_from(const plan_options& o);
 
 // Runs `headroom plan`; returns the exit status (exit_codes.hpp). Throws bad_input.
 int run_plan(const plan_options& o);

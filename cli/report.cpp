@@ -128,6 +128,9 @@ nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {
           {"layer_activations", s.layer_activations},
           {"activation_bytes", s.activations},
           {"logits_bytes_not_added", s.logits},
+          {"working_set_bytes_not_added", s.working_set},
+          {"output_phase_bytes_not_added", s.output_phase},
+          {"step_peak_bytes", s.step_peak},
           {"reserve_bytes", s.reserve},
           {"total_bytes", s.total},
           {"capacity_bytes", s.capacity},
@@ -205,7 +208,10 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   std::snprintf(buf, sizeof buf, "%10.1f GiB (%.1f%%)", to_gib(w.headroom),
                 100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity));
   o << buf << "\n";
-  if (w.logits) line("logits, one fp32 copy (in reserve)", w.logits);
+  o << "  in the reserve, not added (the seed leaves them there; the probes replay them):\n";
+  line("  backward working set, one layer", w.working_set);
+  if (w.output_phase) line("  output layer: logits, loss, grad", w.output_phase);
+  line("  step peak without reserve", w.step_peak, "persistent + transient + activations + max of the two");
   o << "\n"
     << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but headroom under 5% is too tight to trust" : "fits")
                : "does not fit")

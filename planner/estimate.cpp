@@ -17,6 +17,10 @@ std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
 }
 }  // namespace
 
+std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l) {
+  return pc.per_layer * p.precision.bytes_of(buffer_kind::params) / (static_cast<std::int64_t>(l.tp) * l.pp);
+}
+
 std::int64_t microbatches_per_step(const problem& p, const layout& l) {
   return std::max<std::int64_t>(1, ceil_div(p.training.global_batch, p.training.micro_batch * l.dp()));
 }
@@ -74,8 +78,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
   if (l.zero == 3 && shards > 1) {
     const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, s.layers);
-    s.transient = units * pc.per_layer * p.precision.bytes_of(buffer_kind::params) /
-                  (static_cast<std::int64_t>(l.tp) * l.pp);
+    s.transient = units * zero3_gather_bytes(p, pc, l);
   }
   s.state = s.persistent + s.transient;
 
@@ -111,6 +114,11 @@ stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const a
   return b.total > a.total ? b : a;
 }
 
+std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {
+  if (l.zero < 2 || l.shard_degree() <= 1) return 0;
+  return ceil_div(pc.per_layer, l.tp) * p.precision.bytes_of(buffer_kind::grads);
+}
+
 breakdown estimate(const problem& p, const layout& l) {
   validate(p.model);
   validate(p.training, p.device);
@@ -123,8 +131,16 @@ breakdown estimate(const problem& p, const layout& l) {
   r.basis.microbatches = microbatches_per_step(p, l);
   // Overflow guard for the inner loop: the largest activation product must stay in int64.
   detail::checked_mul(r.basis.per_layer.none, p.model.layers * std::max(1, l.pp) * 2, "activations");
+  const auto shape = shape_of(p, l);
+  const std::int64_t ws =
+      total_bytes(backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, r.basis.params, l)));
+  const std::int64_t out = total_bytes(output_phase_tensors(p.model, shape));
   for (int k = 0; k < l.pp; ++k) {
     r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, l, k));
+    auto& s = r.stages.back();
+    s.working_set = ws;
+    s.output_phase = k == l.pp - 1 ? out : 0;
+    s.step_peak = s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase);
     if (r.stages.back().total > r.stages[static_cast<std::size_t>(r.worst)].total) r.worst = k;
   }
   return r;

@@ -27,6 +27,10 @@ struct stage_breakdown {
   std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
   std::int64_t activations = 0;
   std::int64_t logits = 0;  // one fp32 logits copy on the last stage; in the reserve, not added
+  // Beyond the seed's model (reported, not added): filled by estimate(), zero in the search's fast path.
+  std::int64_t working_set = 0;   // one layer's backward working set (ledger.hpp)
+  std::int64_t output_phase = 0;  // last stage: fp32 logits + loss + logits gradient
+  std::int64_t step_peak = 0;     // persistent + transient + activations + max(output_phase, working_set)
   std::int64_t reserve = 0;
   std::int64_t total = 0;  // state + activations + reserve
   std::int64_t capacity = 0;
@@ -52,6 +56,9 @@ struct breakdown {
   bool fits() const { return worst_stage().fits; }
 };
 
+// Returns the bytes of one ZeRO-3 gather unit: one layer's parameters / (tp * pp), the seed's convention.
+std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l);
+
 // Returns the micro-batches per step of `l`: ceil(global batch / (micro-batch x dp)).
 std::int64_t microbatches_per_step(const problem& p, const layout& l);
 
@@ -64,6 +71,10 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
 // stages hold the same layers, fewer micro-batches in flight, and neither embedding nor output layer.
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const layout& l);
+
+// Returns the bytes of one layer's unsharded parameter gradients that exist before reduce-scatter
+// (ZeRO >= 2 with more than one shard), else 0.
+std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l);
 
 // Validates `l` against `p` and returns every stage's breakdown. Throws bad_input.
 breakdown estimate(const problem& p, const layout& l);

@@ -83,6 +83,55 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger) {
   return s;
 }
 
+std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
+                                               std::int64_t unsharded_grad_bytes) {
+  std::vector<ledger_entry> out;
+  for (const auto& e : layer_ledger(m, s)) {
+    const bool dropped = (r == recompute_mode::selective && e.role == act_role::attention_core) ||
+                         (r == recompute_mode::full && e.role != act_role::layer_input);
+    if (dropped) {
+      out.push_back(e);
+      out.back().name = "recomputed." + e.name;
+    }
+  }
+  const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch;
+  const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
+  const std::string T = s.sp ? "/t" : "", a16 = std::to_string(act), cpdiv = s.cp > 1 ? "/cp" : "";
+  auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype) {
+    ledger_entry e{std::move(name), std::move(formula) + cpdiv, std::move(shape), dtype, 0, act_role::saved};
+    e.bytes = product(e.shape, dtype);
+    out.push_back(std::move(e));
+  };
+  add("grad.layer_output", a16 + "*s*b*h" + T, {s_sp, b, m.hidden}, act);
+  add("grad.layer_input", a16 + "*s*b*h" + T, {s_sp, b, m.hidden}, act);
+  add("grad.mlp.hidden", a16 + "*s*b*f/t", {s_local, b, m.ffn_hidden / t}, act);
+  if (s.attention == attention_kind::eager)
+    add("grad.attn.probs", a16 + "*a*s^2*b/t", {b, m.heads / t, s_local, s.seq}, act);
+  if (unsharded_grad_bytes > 0) {
+    ledger_entry e{"grad.params.unsharded", "layer params/t * grad bytes", {unsharded_grad_bytes}, 1,
+                   unsharded_grad_bytes, act_role::saved};
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s) {
+  const std::int64_t tokens = detail::checked_mul(s.seq / s.cp, s.micro_batch, "logits");
+  const std::int64_t v = (m.vocab + s.tp - 1) / s.tp;
+  std::vector<ledger_entry> out;
+  const std::string cpdiv = s.cp > 1 ? "/cp" : "";
+  out.push_back({"output.logits", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
+  out.push_back({"output.loss", "4*s*b" + cpdiv, {tokens}, 4, product({tokens}, 4), act_role::saved});
+  out.push_back({"output.logits.grad", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
+  return out;
+}
+
+std::int64_t total_bytes(const std::vector<ledger_entry>& entries) {
+  std::int64_t s = 0;
+  for (const auto& e : entries) s = detail::checked_add(s, e.bytes, "ledger");
+  return s;
+}
+
 std::int64_t logits_bytes(const model_spec& m, const ledger_shape& s) {
   std::int64_t tokens = detail::checked_mul(s.seq / s.cp, s.micro_batch, "logits");
   return detail::checked_mul(detail::checked_mul(tokens, (m.vocab + s.tp - 1) / s.tp, "logits"), 4, "logits");

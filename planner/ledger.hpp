@@ -60,6 +60,20 @@ struct activation_sums {
 // Returns the per-layer sums of a ledger under each recompute mode, in bytes.
 activation_sums sum_ledger(const std::vector<ledger_entry>& ledger);
 
+// Returns the tensors alive together during one layer's backward pass besides the saved activations:
+// the tensors the recompute mode dropped (recomputed now), the gradients flowing through the layer
+// (w.r.t. its output and input, its widest MLP activation and, eager, the attention probabilities), and,
+// when `unsharded_grad_bytes` > 0 (ZeRO >= 2), the layer's parameter gradients before reduce-scatter.
+// The seed leaves this working set to the reserve; the planner reports it and the probes replay it.
+std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
+                                               std::int64_t unsharded_grad_bytes);
+
+// Returns the output layer's tensors on the last stage: fp32 logits, per-token loss, fp32 logits gradient.
+std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s);
+
+// Returns the sum of the entries' bytes.
+std::int64_t total_bytes(const std::vector<ledger_entry>& entries);
+
 // Returns the bytes of one fp32 copy of the logits on the last stage (tokens x vocab / tp x 4). The seed
 // leaves logits to the reserve; the planner reports them but does not add them.
 std::int64_t logits_bytes(const model_spec& m, const ledger_shape& s);

@@ -1,0 +1,38 @@
+// allocator.hpp: an allocator policy between the step trace and a device. Each keeps three numbers that
+// the measurement reports: requested (what the program asked for), allocated (blocks handed out, after
+// rounding) and reserved (what the policy holds from the device).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "device.hpp"
+
+namespace headroom::probes {
+
+struct allocator_stats {
+  std::int64_t requested = 0;
+  std::int64_t allocated = 0;
+  std::int64_t reserved = 0;
+  std::int64_t retries = 0;  // times every cached segment was freed and the device asked again
+  std::int64_t segments = 0; // device mappings held now
+};
+
+class allocator {
+ public:
+  virtual ~allocator() = default;
+  // Returns a handle to a block of at least `bytes`, or nullopt when the device is out of memory after
+  // the policy's retries.
+  virtual std::optional<std::int64_t> allocate(std::int64_t bytes) = 0;
+  // Returns the block to the policy.
+  virtual void release(std::int64_t handle) = 0;
+  virtual const allocator_stats& stats() const = 0;
+  virtual std::string describe() const = 0;
+};
+
+// One device allocation per tensor, rounded to the device's granularity.
+std::unique_ptr<allocator> make_raw_allocator(device& dev);
+
+}  // namespace headroom::probes

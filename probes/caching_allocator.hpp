@@ -1,0 +1,110 @@
+// caching_allocator.hpp: PyTorch's CUDA caching allocator policy (c10/cuda/CUDACachingAllocator.cpp), as
+// ../shared/reference/memory-facts.md lists its rules: 512 B rounding; a small pool (<= 1 MiB, 2 MiB
+// segments) and a large pool (20 MiB segments below 10 MiB, 2 MiB-rounded segments above); best fit by
+// (size, address); splits only when more than 1 MiB (large) or 512 B (small) would remain; merging only
+// inside a segment; on a refused device allocation, free cached oversize blocks (max_split_size only), then
+// every unsplit cached segment, and retry before out-of-memory. Options: max_split_size,
+// expandable_segments. One stream.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "allocator.hpp"
+
+namespace headroom::probes {
+
+struct caching_options {
+  std::optional<std::int64_t> max_split_size;  // bytes; blocks at least this large are never split
+  bool expandable_segments = false;            // one growing range per pool, 2 MiB / 20 MiB pages
+};
+
+class caching_allocator final : public allocator {
+ public:
+  static constexpr std::int64_t min_block = 512;
+  static constexpr std::int64_t small_size = 1 << 20;          // requests up to this use the small pool
+  static constexpr std::int64_t small_buffer = 2 << 20;        // small-pool segment
+  static constexpr std::int64_t large_buffer = 20 << 20;       // segment for 1-10 MiB requests
+  static constexpr std::int64_t min_large_alloc = 10 << 20;    // from here segments are rounded to 2 MiB
+  static constexpr std::int64_t round_large = 2 << 20;
+
+  // Throws bad_input when max_split_size is below 20 MiB (PyTorch's lower limit).
+  caching_allocator(device& dev, caching_options options);
+  ~caching_allocator() override;
+
+  std::optional<std::int64_t> allocate(std::int64_t bytes) override;
+  void release(std::int64_t handle) override;
+  const allocator_stats& stats() const override { return m_stats; }
+  std::string describe() const override;
+
+  // Returns every cached segment that holds no live block to the device (torch.cuda.empty_cache()).
+  void empty_cache();
+
+  // What the allocator holds, for tests: segments in address order with their blocks.
+  struct block_view {
+    std::uint64_t address;
+    std::int64_t size;
+    bool allocated;
+  };
+  struct segment_view {
+    std::uint64_t address;
+    std::int64_t size;
+    bool small;
+    std::vector<block_view> blocks;
+  };
+  std::vector<segment_view> snapshot() const;
+
+  // Returns the size PyTorch rounds a request to (a multiple of 512, at least 512).
+  static std::int64_t round_size(std::int64_t bytes);
+  // Returns the segment size PyTorch asks the device for to serve a rounded request.
+  static std::int64_t allocation_size(std::int64_t rounded);
+
+ private:
+  struct block {
+    std::uint64_t address = 0;
+    std::int64_t size = 0;
+    std::int64_t requested = 0;
+    std::int32_t prev = -1, next = -1;
+    bool allocated = false;
+    bool small = false;
+    bool live = false;  // the slot is in use
+  };
+  struct key {
+    std::int64_t size;
+    std::uint64_t address;
+    std::int32_t id;
+    bool operator<(const key& o) const { return size != o.size ? size < o.size : address < o.address; }
+  };
+  using pool = std::set<key>;
+  struct expandable {
+    std::uint64_t base = 0;
+    std::int64_t mapped = 0;
+    std::int64_t page = 0;
+    std::int32_t tail = -1;  // last block of the range
+  };
+
+  std::int32_t new_block(const block& b);
+  void drop_block(std::int32_t id);
+  pool& pool_of(bool small) { return small ? m_small : m_large; }
+  void insert_free(std::int32_t id);
+  void erase_free(std::int32_t id);
+  std::optional<std::int32_t> find_free(bool small, std::int64_t size);
+  std::optional<std::int32_t> map_segment(bool small, std::int64_t size);
+  std::optional<std::int32_t> grow_expandable(bool small, std::int64_t size);
+  bool release_oversize(bool small, std::int64_t size);
+  bool release_cached();
+  void release_segment(std::int32_t id);
+  bool trim_expandable(expandable& e, bool small);
+  std::int32_t split(std::int32_t id, std::int64_t size);
+
+  device& m_dev;
+  caching_options m_options;
+  std::vector<block> m_blocks;
+  std::vector<std::int32_t> m_free_slots;
+  pool m_small, m_large;
+  expandable m_exp_small, m_exp_large;
+  allocator_stats m_stats;
+};
+
+}  // namespace headroom::probes

@@ -1,0 +1,179 @@
+// step_trace.cpp: building the step trace of one rank from the ledger (see step_trace.hpp).
+//
+// Order: persistent state (one flat buffer per recipe buffer, as ZeRO and Megatron's distributed optimizer
+// keep them); then the 1F1B schedule of this stage. A forward layer gathers its parameters (ZeRO-3, up to
+// `units` layers in flight), allocates every ledger tensor, and frees what the recompute mode drops. A
+// backward layer allocates its working set (recomputed tensors, activation gradients, unsharded parameter
+// gradients before reduce-scatter), then frees it and the layer's saved tensors. The last stage runs the
+// output layer (fp32 logits, loss, logits gradient) at the start of each backward. Then the optimizer step.
+#include "step_trace.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "planner/errors.hpp"
+#include "planner/ledger.hpp"
+
+namespace headroom::probes {
+
+const char* to_string(phase p) {
+  switch (p) {
+    case phase::state: return "state";
+    case phase::forward: return "forward";
+    case phase::output: return "output";
+    case phase::backward: return "backward";
+    case phase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(event_kind k) { return k == event_kind::alloc ? "alloc" : "free"; }
+
+namespace {
+
+class trace_builder {
+ public:
+  explicit trace_builder(step_trace& t) : m_t(t) {}
+
+  std::int32_t alloc(std::string name, std::vector<std::int64_t> shape, std::int64_t dtype, std::int64_t bytes,
+                     phase when) {
+    m_t.tensors.push_back({std::move(name), std::move(shape), dtype, bytes});
+    const auto id = static_cast<std::int32_t>(m_t.tensors.size() - 1);
+    m_t.events.push_back({event_kind::alloc, when, id});
+    return id;
+  }
+  std::int32_t alloc(const std::string& prefix, const ledger_entry& e, phase when) {
+    return alloc(prefix + e.name, e.shape, e.dtype_bytes, e.bytes, when);
+  }
+  void free(std::int32_t id, phase when) { m_t.events.push_back({event_kind::free, when, id}); }
+
+ private:
+  step_trace& m_t;
+};
+
+bool kept(const ledger_entry& e, recompute_mode r) {
+  if (r == recompute_mode::none) return true;
+  if (r == recompute_mode::selective) return e.role != act_role::attention_core;
+  return e.role == act_role::layer_input;
+}
+
+}  // namespace
+
+step_trace build_trace(const problem& p, const layout& l, int stage) {
+  const breakdown b = estimate(p, l);
+  if (l.vpp != 1) throw bad_input("vpp", "interleaved schedules (vpp > 1) are not traced yet; trace vpp=1");
+  if (stage < 0 || stage >= l.pp)
+    throw bad_input("stage", "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
+  const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
+  const auto shape = shape_of(p, l);
+  const auto& ledger = b.basis.ledger;
+  const auto working = backward_working_set(p.model, shape, l.recompute,
+                                            unsharded_layer_grad_bytes(p, b.basis.params, l));
+  const auto output = output_phase_tensors(p.model, shape);
+
+  step_trace t;
+  t.model = p.model.name;
+  t.layout_text = zero_name(l) + ", recompute " + to_string(l.recompute) + ", " + axes_string(l);
+  t.stage = stage;
+  t.stages = l.pp;
+  const std::int64_t M = b.basis.microbatches;
+  const std::int64_t m = std::min<std::int64_t>(M, l.pp - stage + 1);
+  t.microbatches_per_step = M;
+  t.microbatches_traced = m;
+  trace_builder tb(t);
+
+  // Persistent state: the rank's shard of every recipe buffer that lives on the GPU.
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
+    const auto bytes = sb.buffer_bytes[i];
+    if (bytes == 0) continue;
+    const auto& buf = p.precision.buffers[i];
+    const std::int64_t dtype = bytes % buf.bytes == 0 ? buf.bytes : 1;
+    tb.alloc("state." + buf.name, {bytes / dtype}, dtype, bytes, phase::state);
+  }
+
+  const std::int64_t layers = sb.layers, first_layer = stage * layers;
+  const bool gathers = sb.transient > 0;
+  const std::int64_t gather_bytes = gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
+  const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, layers);
+  const bool last = stage == l.pp - 1;
+
+  // Saved tensors per micro-batch and layer, freed by that layer's backward.
+  std::vector<std::vector<std::vector<std::int32_t>>> saved(
+      static_cast<std::size_t>(m), std::vector<std::vector<std::int32_t>>(static_cast<std::size_t>(layers)));
+  // ZeRO-3 gathers alive, by layer (-1: none).
+  std::vector<std::int32_t> gathered(static_cast<std::size_t>(layers), -1);
+  auto gather = [&](std::int64_t j, phase when) {
+    if (!gathers || j < 0 || j >= layers || gathered[static_cast<std::size_t>(j)] >= 0) return;
+    gathered[static_cast<std::size_t>(j)] =
+        tb.alloc("layer" + std::to_string(first_layer + j) + ".params.gathered", {gather_bytes / 2}, 2, gather_bytes,
+                 when);
+  };
+  auto release = [&](std::int64_t j, phase when) {
+    if (!gathers || gathered[static_cast<std::size_t>(j)] < 0) return;
+    tb.free(gathered[static_cast<std::size_t>(j)], when);
+    gathered[static_cast<std::size_t>(j)] = -1;
+  };
+
+  auto forward = [&](std::int64_t mb) {
+    for (std::int64_t j = 0; j < layers; ++j) {
+      for (std::int64_t u = 0; u < units; ++u) gather(j + u, phase::forward);
+      const std::string prefix = "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer + j) + ".";
+      std::vector<std::int32_t> dropped;
+      for (const auto& e : ledger) {
+        const auto id = tb.alloc(prefix, e, phase::forward);
+        (kept(e, l.recompute) ? saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(j)] : dropped)
+            .push_back(id);
+      }
+      for (auto id : dropped) tb.free(id, phase::forward);
+      release(j, phase::forward);
+    }
+  };
+  auto backward = [&](std::int64_t mb) {
+    for (std::int64_t u = 0; u < units; ++u) gather(layers - 1 - u, phase::backward);
+    if (last) {
+      const std::string prefix = "mb" + std::to_string(mb) + ".";
+      std::vector<std::int32_t> ids;
+      for (const auto& e : output) ids.push_back(tb.alloc(prefix, e, phase::output));
+      for (auto id : ids) tb.free(id, phase::output);
+    }
+    for (std::int64_t j = layers - 1; j >= 0; --j) {
+      for (std::int64_t u = 0; u < units; ++u) gather(j - u, phase::backward);
+      const std::string prefix = "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer + j) + ".";
+      std::vector<std::int32_t> ids;
+      for (const auto& e : working) ids.push_back(tb.alloc(prefix, e, phase::backward));
+      for (auto id : ids) tb.free(id, phase::backward);
+      for (auto id : saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(j)]) tb.free(id, phase::backward);
+      release(j, phase::backward);
+    }
+  };
+
+  // Megatron's 1F1B: warm-up forwards, then one forward and one backward at a time, then cool-down.
+  const std::int64_t warmup = std::min<std::int64_t>(l.pp - stage - 1, m);
+  std::int64_t next_f = 0, next_b = 0;
+  for (; next_f < warmup; ++next_f) forward(next_f);
+  while (next_f < m) {
+    forward(next_f++);
+    backward(next_b++);
+  }
+  while (next_b < m) backward(next_b++);
+
+  // Optimizer step: the gradient norm's partial sums (fused multi-tensor Adam needs no per-parameter
+  // temporaries; PyTorch's foreach Adam does, and is not modelled).
+  const auto scratch = tb.alloc("optimizer.grad_norm.partials", {2048}, 4, 8192, phase::optimizer);
+  tb.free(scratch, phase::optimizer);
+  return t;
+}
+
+live_peak trace_peak(const step_trace& t) {
+  live_peak peak;
+  std::int64_t live = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    const auto bytes = t.tensors[static_cast<std::size_t>(e.tensor)].bytes;
+    live += e.kind == event_kind::alloc ? bytes : -bytes;
+    if (live > peak.bytes) peak = {live, i};
+  }
+  return peak;
+}
+
+}  // namespace headroom::probes

@@ -1,0 +1,57 @@
+// step_trace.hpp: one training step on one rank as an ordered list of tensor events, built from the
+// planner's ledger. The probes replay it through an allocator over a device; the identity
+//   peak live bytes = persistent + transient + activations + max(backward working set, output phase)
+// ties it to the planner (stage_breakdown::step_peak) and is tested over presets and layouts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/estimate.hpp"
+#include "planner/layout.hpp"
+
+namespace headroom::probes {
+
+enum class phase : std::uint8_t { state, forward, output, backward, optimizer };
+enum class event_kind : std::uint8_t { alloc, free };
+
+struct trace_tensor {
+  std::string name;  // "mb0.layer95.attn.softmax.output"
+  std::vector<std::int64_t> shape;
+  std::int64_t dtype_bytes = 2;
+  std::int64_t bytes = 0;
+};
+
+struct trace_event {
+  event_kind kind = event_kind::alloc;
+  phase when = phase::state;
+  std::int32_t tensor = 0;  // index into step_trace::tensors
+};
+
+struct step_trace {
+  std::string model;
+  std::string layout_text;  // "ZeRO-3, selective, tp=1 pp=1 dp=32"
+  int stage = 0;
+  int stages = 1;
+  std::int64_t microbatches_per_step = 1;
+  std::int64_t microbatches_traced = 1;  // enough for 1F1B to reach its steady state
+  std::vector<trace_tensor> tensors;
+  std::vector<trace_event> events;
+};
+
+// Builds the trace of `stage` of layout `l` (1F1B; vpp must be 1). Throws bad_input for what estimate()
+// rejects, for an interleaved layout, or for a stage out of range.
+step_trace build_trace(const problem& p, const layout& l, int stage);
+
+// Returns the largest sum of live tensor bytes over the trace and the index of the event that reached it.
+struct live_peak {
+  std::int64_t bytes = 0;
+  std::size_t event = 0;
+};
+live_peak trace_peak(const step_trace& t);
+
+const char* to_string(phase p);
+const char* to_string(event_kind k);
+
+}  // namespace headroom::probes

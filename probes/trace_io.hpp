@@ -1,0 +1,18 @@
+// trace_io.hpp: the step trace as JSON ("headroom.trace/1"), so anyone can replay it elsewhere
+// (probes/torch_replay.py replays it through PyTorch's own allocator).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "step_trace.hpp"
+
+namespace headroom::probes {
+
+inline constexpr int trace_schema_major = 1;
+
+nlohmann::json trace_to_json(const step_trace& t);
+// Returns the trace a JSON document describes. Throws bad_input naming the problem: an unknown schema
+// major, a missing field, an event naming no tensor, a free of a tensor not allocated, a double allocation.
+step_trace trace_from_json(const nlohmann::json& j, const std::string& origin);
+
+}  // namespace headroom::probes
