@@ -95,6 +95,8 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   const bool gathers = sb.transient > 0;
   const std::int64_t gather_bytes = gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
   const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, layers);
+  const std::int64_t param_bytes = p.precision.bytes_of(buffer_kind::params);
+  const std::int64_t gather_dtype = gather_bytes % param_bytes == 0 ? param_bytes : 1;
   const bool last = stage == l.pp - 1;
 
   // Saved tensors per micro-batch and layer, freed by that layer's backward.
@@ -104,9 +106,8 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   std::vector<std::int32_t> gathered(static_cast<std::size_t>(layers), -1);
   auto gather = [&](std::int64_t j, phase when) {
     if (!gathers || j < 0 || j >= layers || gathered[static_cast<std::size_t>(j)] >= 0) return;
-    gathered[static_cast<std::size_t>(j)] =
-        tb.alloc("layer" + std::to_string(first_layer + j) + ".params.gathered", {gather_bytes / 2}, 2, gather_bytes,
-                 when);
+    gathered[static_cast<std::size_t>(j)] = tb.alloc("layer" + std::to_string(first_layer + j) + ".params.gathered",
+                                                     {gather_bytes / gather_dtype}, gather_dtype, gather_bytes, when);
   };
   auto release = [&](std::int64_t j, phase when) {
     if (!gathers || gathered[static_cast<std::size_t>(j)] < 0) return;

@@ -1,0 +1,183 @@
+// caching_allocator_test.cpp: PyTorch's caching-allocator rules, each as a sequence of requests and the
+// exact segments and blocks that must result (memory-facts.md lists the rules; the sources are
+// c10/cuda/CUDACachingAllocator.cpp's round_size, get_allocation_size, get_free_block, should_split,
+// free_block and release_cached_blocks).
+#include <gtest/gtest.h>
+
+#include "planner/errors.hpp"
+#include "probes/caching_allocator.hpp"
+#include "probes/sim_device.hpp"
+
+namespace headroom::probes {
+namespace {
+
+constexpr std::int64_t MiB = 1 << 20;
+
+struct fixture {
+  sim_device dev;
+  caching_allocator a;
+  explicit fixture(std::int64_t capacity = 1024 * MiB, caching_options o = {}) : dev(capacity, 2 * MiB), a(dev, o) {}
+  // Returns the sizes of each segment's blocks, allocated blocks positive, free ones negative, in MiB*1024.
+  std::vector<std::vector<std::int64_t>> layout() const {
+    std::vector<std::vector<std::int64_t>> out;
+    for (const auto& s : a.snapshot()) {
+      out.emplace_back();
+      for (const auto& b : s.blocks) out.back().push_back(b.allocated ? b.size : -b.size);
+    }
+    return out;
+  }
+};
+
+using segs = std::vector<std::vector<std::int64_t>>;
+
+TEST(CachingAllocator, RoundsTo512AndSmallRequestsGetTwoMiBSegments) {
+  EXPECT_EQ(caching_allocator::round_size(1), 512);
+  EXPECT_EQ(caching_allocator::round_size(513), 1024);
+  EXPECT_EQ(caching_allocator::allocation_size(MiB), 2 * MiB);
+  EXPECT_EQ(caching_allocator::allocation_size(MiB + 512), 20 * MiB);
+  EXPECT_EQ(caching_allocator::allocation_size(10 * MiB - 512), 20 * MiB);
+  EXPECT_EQ(caching_allocator::allocation_size(10 * MiB), 10 * MiB);
+  EXPECT_EQ(caching_allocator::allocation_size(10 * MiB + 512), 12 * MiB);
+  fixture f;
+  ASSERT_TRUE(f.a.allocate(1));
+  EXPECT_EQ(f.layout(), (segs{{512, -(2 * MiB - 512)}}));
+  EXPECT_EQ(f.a.stats().requested, 1);
+  EXPECT_EQ(f.a.stats().allocated, 512);
+  EXPECT_EQ(f.a.stats().reserved, 2 * MiB);
+  ASSERT_TRUE(f.a.allocate(MiB));  // still the small pool: <= 1 MiB; the 2 MiB - 512 free block fits
+  EXPECT_EQ(f.layout(), (segs{{512, MiB, -(MiB - 512)}}));
+}
+
+TEST(CachingAllocator, MidSizedRequestsShareTwentyMiBSegments) {
+  fixture f;
+  ASSERT_TRUE(f.a.allocate(3 * MiB));
+  ASSERT_TRUE(f.a.allocate(3 * MiB));
+  EXPECT_EQ(f.layout(), (segs{{3 * MiB, 3 * MiB, -14 * MiB}}));
+  EXPECT_EQ(f.a.stats().reserved, 20 * MiB);
+}
+
+TEST(CachingAllocator, LargeBlocksSplitOnlyWhenMoreThanOneMiBRemains) {
+  fixture f;
+  ASSERT_TRUE(f.a.allocate(10 * MiB + 1));  // 12 MiB segment, 2 MiB - 512 remain: split
+  EXPECT_EQ(f.layout(), (segs{{10 * MiB + 512, -(2 * MiB - 512)}}));
+  fixture g;
+  ASSERT_TRUE(g.a.allocate(11 * MiB));  // 12 MiB segment, exactly 1 MiB remains: no split
+  EXPECT_EQ(g.layout(), (segs{{12 * MiB}}));
+  EXPECT_EQ(g.a.stats().allocated, 12 * MiB);
+  EXPECT_EQ(g.a.stats().requested, 11 * MiB);
+}
+
+TEST(CachingAllocator, BestFitBySizeThenAddress) {
+  fixture f;
+  auto a = f.a.allocate(30 * MiB), b = f.a.allocate(24 * MiB), c = f.a.allocate(24 * MiB);
+  f.a.release(*a);
+  f.a.release(*c);
+  f.a.release(*b);
+  ASSERT_TRUE(f.a.allocate(22 * MiB));  // the first 24 MiB segment (lower address), split 22 + 2
+  EXPECT_EQ(f.layout(), (segs{{-30 * MiB}, {22 * MiB, -2 * MiB}, {-24 * MiB}}));
+}
+
+TEST(CachingAllocator, FreedBlocksMergeOnlyInsideTheirSegment) {
+  fixture f;
+  auto a = f.a.allocate(3 * MiB), b = f.a.allocate(3 * MiB);
+  auto c = f.a.allocate(16 * MiB), d = f.a.allocate(16 * MiB);  // the free 14 MiB is too small
+  f.a.release(*a);
+  EXPECT_EQ(f.layout()[0], (std::vector<std::int64_t>{-3 * MiB, 3 * MiB, -14 * MiB}));
+  f.a.release(*b);  // merges with both neighbours
+  f.a.release(*c);
+  f.a.release(*d);  // adjacent addresses, different segments: never merged
+  EXPECT_EQ(f.layout(), (segs{{-20 * MiB}, {-16 * MiB}, {-16 * MiB}}));
+  EXPECT_EQ(f.a.stats().reserved, 52 * MiB);
+  f.a.empty_cache();
+  EXPECT_TRUE(f.layout().empty());
+  EXPECT_EQ(f.a.stats().reserved, 0);
+}
+
+TEST(CachingAllocator, EmptyCacheKeepsSegmentsWithALiveBlock) {
+  fixture f;
+  auto a = f.a.allocate(3 * MiB);
+  auto b = f.a.allocate(3 * MiB);
+  f.a.release(*b);
+  f.a.empty_cache();
+  EXPECT_EQ(f.layout(), (segs{{3 * MiB, -17 * MiB}}));
+  (void)a;
+}
+
+TEST(CachingAllocator, RefusedDeviceAllocationFreesTheCacheAndRetries) {
+  fixture f(64 * MiB);
+  auto a = f.a.allocate(30 * MiB);
+  f.a.release(*a);  // cached: 30 MiB reserved, none allocated
+  ASSERT_TRUE(f.a.allocate(40 * MiB));
+  EXPECT_EQ(f.a.stats().retries, 1);
+  EXPECT_EQ(f.a.stats().reserved, 40 * MiB);
+  EXPECT_FALSE(f.a.allocate(30 * MiB));  // nothing left to free: out of memory
+  EXPECT_EQ(f.a.stats().retries, 2);
+}
+
+TEST(CachingAllocator, SameTensorsDifferentOrderDifferentReserved) {
+  // a (20 MiB) lives first and dies; then b, c (12 MiB each).
+  fixture first;
+  auto a = first.a.allocate(20 * MiB);
+  first.a.release(*a);
+  ASSERT_TRUE(first.a.allocate(12 * MiB));  // from a's block: 12 + 8 free
+  ASSERT_TRUE(first.a.allocate(12 * MiB));  // 8 MiB is too small: a new segment
+  EXPECT_EQ(first.a.stats().reserved, 32 * MiB);
+  // b, c first, then a: nothing cached fits a.
+  fixture second;
+  ASSERT_TRUE(second.a.allocate(12 * MiB));
+  ASSERT_TRUE(second.a.allocate(12 * MiB));
+  ASSERT_TRUE(second.a.allocate(20 * MiB));
+  EXPECT_EQ(second.a.stats().reserved, 44 * MiB);
+}
+
+TEST(CachingAllocator, MaxSplitSizeKeepsOversizeBlocksWhole) {
+  caching_options o;
+  o.max_split_size = 20 * MiB;
+  fixture f(1024 * MiB, o);
+  auto a = f.a.allocate(20 * MiB);
+  f.a.release(*a);
+  ASSERT_TRUE(f.a.allocate(12 * MiB));  // 12 < 20 and the cached block is >= 20: not used
+  EXPECT_EQ(f.layout(), (segs{{-20 * MiB}, {12 * MiB}}));
+  EXPECT_THROW(fixture(1024 * MiB, caching_options{10 * MiB, false}), bad_input);
+}
+
+TEST(CachingAllocator, MaxSplitSizeFreesOversizeBlocksBeforeTheFullFlush) {
+  caching_options o;
+  o.max_split_size = 20 * MiB;
+  fixture f(64 * MiB, o);
+  auto a = f.a.allocate(60 * MiB);
+  f.a.release(*a);
+  ASSERT_TRUE(f.a.allocate(30 * MiB));  // 60 cached is >= 30 + 20: not used; freeing it makes room
+  EXPECT_EQ(f.a.stats().retries, 0);
+  EXPECT_EQ(f.a.stats().reserved, 30 * MiB);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsGrowOneRangeAndAlwaysMerge) {
+  caching_options o;
+  o.expandable_segments = true;
+  fixture f(1024 * MiB, o);
+  auto a = f.a.allocate(3 * MiB);   // maps one 20 MiB page
+  auto b = f.a.allocate(30 * MiB);  // 17 MiB free at the end: map 20 MiB more and extend
+  EXPECT_EQ(f.layout(), (segs{{3 * MiB, 30 * MiB, -7 * MiB}}));
+  EXPECT_EQ(f.a.stats().reserved, 40 * MiB);  // separate segments would hold 20 + 30
+  f.a.release(*a);
+  f.a.release(*b);
+  EXPECT_EQ(f.layout(), (segs{{-40 * MiB}}));
+  f.a.empty_cache();
+  EXPECT_EQ(f.a.stats().reserved, 0);
+}
+
+TEST(CachingAllocator, ExpandableSegmentsLiveBlocksPinTheirPages) {
+  caching_options o;
+  o.expandable_segments = true;
+  fixture f(1024 * MiB, o);
+  auto a = f.a.allocate(30 * MiB);
+  auto b = f.a.allocate(3 * MiB);
+  f.a.release(*a);
+  f.a.empty_cache();  // the free 30 MiB sits below a live block: its pages stay mapped here
+  EXPECT_EQ(f.a.stats().reserved, 40 * MiB);
+  (void)b;
+}
+
+}  // namespace
+}  // namespace headroom::probes
