@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -179,6 +180,98 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
     EXPECT_EQ(lines(r.err), 1) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
   }
+}
+
+// probe and trace: files go to a directory of this process.
+std::string scratch(const std::string& name) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("headroom_cli_files_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+const std::string z3 = "--preset gpt3-175b --gpus 32 --zero 3 --recompute selective ";
+
+TEST(CliProbe, SimReplayMatchesThePlannerAndWritesARecord) {
+  const std::string json = scratch("m.json"), svg = scratch("t.svg");
+  auto r = run("probe " + z3 + "--json " + json + " --timeline " + svg);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  peak requested, GiB                  171.08       171.08"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CUDA context and NCCL are not modelled"), std::string::npos);
+  auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["schema"], "headroom.measurement/1");
+  EXPECT_EQ(j["backend"], "sim");
+  EXPECT_FALSE(j["measured"].get<bool>());
+  EXPECT_EQ(j["replayed"]["peak_requested_bytes"], j["predicted"]["step_peak_bytes"]);
+  EXPECT_GE(j["replayed"]["peak_reserved_bytes"].get<std::int64_t>(),
+            j["replayed"]["peak_allocated_bytes"].get<std::int64_t>());
+  EXPECT_TRUE(j["fixed_overheads"]["context_bytes"].is_null());
+  EXPECT_NE(j["environment"]["command_line"].get<std::string>().find("--timeline"), std::string::npos);
+  EXPECT_NE(slurp(svg).find("</svg>"), std::string::npos);
+
+  // Never silently overwritten: exit 2, the file unchanged; --force replaces it.
+  const std::string before = slurp(json);
+  auto again = run("probe " + z3 + "--allocator raw --json " + json);
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.err.find("refusing to overwrite"), std::string::npos);
+  EXPECT_EQ(slurp(json), before);
+  EXPECT_EQ(run("probe " + z3 + "--allocator raw --force --json " + json).status, 0);
+  EXPECT_NE(slurp(json), before);
+}
+
+TEST(CliProbe, TraceFileReplaysToTheSamePeak) {
+  const std::string trace = scratch("trace.json");
+  auto t = run("trace " + z3 + "--json " + trace);
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("peak live bytes 171.08 GiB"), std::string::npos) << t.out;
+  auto j = nlohmann::json::parse(slurp(trace));
+  EXPECT_EQ(j["schema"], "headroom.trace/1");
+  auto r = run("probe " + z3 + "--trace " + trace);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("171.08       171.08"), std::string::npos) << r.out;
+}
+
+TEST(CliProbe, OutOfMemoryNamesTheEventAndExitsThree) {
+  auto r = run("probe --preset gpt3-175b --gpus 16 --zero 3 --recompute selective");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_NE(r.out.find("out of memory at event"), std::string::npos) << r.out;
+}
+
+TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
+  const std::string bad_trace = scratch("bad_trace.json");
+  {
+    std::ofstream(bad_trace) << R"({"schema": "headroom.trace/1", "tensors": [{"name": "x", "bytes": 8}],
+                                    "events": [["free", 0, "forward"]]})";
+  }
+  const std::string truncated = scratch("truncated_trace.json");
+  { std::ofstream(truncated) << R"({"schema": "headroom.trace/1", "tensors": [)"; }
+  const std::string out = scratch("never.json");
+  struct bad { std::string args, says; };
+  const bad cases[] = {
+      {"probe " + z3 + "--trace " + bad_trace + " --json " + out, "which is not allocated"},
+      {"probe " + z3 + "--trace " + truncated + " --json " + out, "malformed JSON"},
+      {"probe --preset gpt3-175b --gpus 8 --zero 0 --json " + out, "smaller than the persistent state"},
+      {"probe " + z3 + "--max-split-size-mb 10 --json " + out, "max-split-size-mb"},
+      {"probe " + z3 + "--allocator raw --expandable-segments --json " + out, "apply to the caching allocator"},
+      {"probe " + z3 + "--granularity-mib 0 --json " + out, "granularity"},
+      {"probe " + z3 + "--stage 3 --json " + out, "stage"},
+      {"probe --preset gpt3-175b --gpus 40 --tp 5 --json " + out, "not divisible by tp=5"},
+      {"trace " + z3 + "--vpp 2 --pp 4 --json " + out, "vpp"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
+  }
+}
+
+TEST(CliProbe, CudaBackendWithoutOneSaysSo) {
+  auto r = run("probe " + z3 + "--backend cuda");
+  EXPECT_EQ(r.status, 4);
+  EXPECT_EQ(lines(r.err), 1);
 }
 
 }  // namespace
