@@ -5,9 +5,9 @@
 
 #include "exit_codes.hpp"
 #include "plan_command.hpp"
-#include "probe_command.hpp"
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
+#include "probe_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace headroom;

@@ -54,7 +54,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
 }
 
 CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
-  auto* c = app.add_subcommand("plan", "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
+  auto* c = app.add_subcommand("plan",
+                               "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
   add_problem_options(c, o);
   c->add_flag("--json", o.json, "Write JSON (every term in bytes)");
   c->add_flag("--csv", o.csv, "Write CSV (every term in bytes)");

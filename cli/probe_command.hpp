@@ -2,9 +2,8 @@
 // through an allocator policy over a device and compare with the planner).
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "plan_command.hpp"
 

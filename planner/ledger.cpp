@@ -108,8 +108,9 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
   if (s.attention == attention_kind::eager)
     add("grad.attn.probs", a16 + "*a*s^2*b/t", {b, m.heads / t, s_local, s.seq}, act);
   if (unsharded_grad_bytes > 0) {
-    ledger_entry e{"grad.params.unsharded", "layer params/t * grad bytes", {unsharded_grad_bytes}, 1,
-                   unsharded_grad_bytes, act_role::saved};
+    ledger_entry e{"grad.params.unsharded", "layer params/t * grad bytes",
+                   {unsharded_grad_bytes},  1,
+                   unsharded_grad_bytes,    act_role::saved};
     out.push_back(std::move(e));
   }
   return out;
@@ -120,9 +121,11 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
   const std::int64_t v = (m.vocab + s.tp - 1) / s.tp;
   std::vector<ledger_entry> out;
   const std::string cpdiv = s.cp > 1 ? "/cp" : "";
-  out.push_back({"output.logits", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
+  out.push_back(
+      {"output.logits", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
   out.push_back({"output.loss", "4*s*b" + cpdiv, {tokens}, 4, product({tokens}, 4), act_role::saved});
-  out.push_back({"output.logits.grad", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
+  out.push_back(
+      {"output.logits.grad", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
   return out;
 }
 

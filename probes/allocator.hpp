@@ -16,8 +16,8 @@ struct allocator_stats {
   std::int64_t requested = 0;
   std::int64_t allocated = 0;
   std::int64_t reserved = 0;
-  std::int64_t retries = 0;  // times every cached segment was freed and the device asked again
-  std::int64_t segments = 0; // device mappings held now
+  std::int64_t retries = 0;   // times every cached segment was freed and the device asked again
+  std::int64_t segments = 0;  // device mappings held now
 };
 
 class allocator {

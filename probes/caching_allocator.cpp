@@ -34,7 +34,8 @@ caching_allocator::~caching_allocator() = default;
 std::string caching_allocator::describe() const {
   std::string s = "caching (PyTorch rules";
   s += ", max_split_size ";
-  s += m_options.max_split_size ? trim(static_cast<double>(*m_options.max_split_size) / (1 << 20)) + " MiB" : "none";
+  s += m_options.max_split_size ? trim(static_cast<double>(*m_options.max_split_size) / (1 << 20)) + " MiB"
+                                : "none";
   s += m_options.expandable_segments ? ", expandable_segments on)" : ", expandable_segments off)";
   return s;
 }
@@ -74,7 +75,7 @@ std::optional<std::int32_t> caching_allocator::find_free(bool small, std::int64_
   if (it == p.end()) return std::nullopt;
   if (m_options.max_split_size) {
     const std::int64_t ms = *m_options.max_split_size;
-    if (size < ms && it->size >= ms) return std::nullopt;               // do not split oversize blocks
+    if (size < ms && it->size >= ms) return std::nullopt;                    // do not split oversize blocks
     if (size >= ms && it->size >= size + large_buffer) return std::nullopt;  // nor waste 20 MiB on one
   }
   const std::int32_t id = it->id;
@@ -137,7 +138,8 @@ bool caching_allocator::trim_expandable(expandable& e, bool small) {
   if (t.allocated) return false;
   // Unmap the whole pages inside the free tail block.
   const std::uint64_t end = e.base + static_cast<std::uint64_t>(e.mapped);
-  const std::uint64_t from = e.base + static_cast<std::uint64_t>(round_up(static_cast<std::int64_t>(t.address - e.base), e.page));
+  const std::uint64_t from =
+      e.base + static_cast<std::uint64_t>(round_up(static_cast<std::int64_t>(t.address - e.base), e.page));
   if (from >= end) return false;
   const auto bytes = static_cast<std::int64_t>(end - from);
   erase_free(e.tail);
@@ -207,14 +209,17 @@ bool caching_allocator::release_cached() {
   return any;
 }
 
-void caching_allocator::empty_cache() { release_cached(); }
+void caching_allocator::empty_cache() {
+  release_cached();
+}
 
 std::int32_t caching_allocator::split(std::int32_t id, std::int64_t size) {
   block& b = m_blocks[static_cast<std::size_t>(id)];
   const std::int64_t remaining = b.size - size;
-  const bool should = (b.small || m_options.expandable_segments)
-                          ? remaining >= min_block
-                          : (!m_options.max_split_size || size < *m_options.max_split_size) && remaining > small_size;
+  const bool should =
+      (b.small || m_options.expandable_segments)
+          ? remaining >= min_block
+          : (!m_options.max_split_size || size < *m_options.max_split_size) && remaining > small_size;
   if (!should) return id;
   block rest;
   rest.address = b.address + static_cast<std::uint64_t>(size);
@@ -303,7 +308,8 @@ std::vector<caching_allocator::segment_view> caching_allocator::snapshot() const
     }
     out.push_back(std::move(s));
   }
-  std::sort(out.begin(), out.end(), [](const segment_view& a, const segment_view& b) { return a.address < b.address; });
+  std::sort(out.begin(), out.end(),
+            [](const segment_view& a, const segment_view& b) { return a.address < b.address; });
   return out;
 }
 

@@ -23,10 +23,10 @@ struct caching_options {
 class caching_allocator final : public allocator {
  public:
   static constexpr std::int64_t min_block = 512;
-  static constexpr std::int64_t small_size = 1 << 20;          // requests up to this use the small pool
-  static constexpr std::int64_t small_buffer = 2 << 20;        // small-pool segment
-  static constexpr std::int64_t large_buffer = 20 << 20;       // segment for 1-10 MiB requests
-  static constexpr std::int64_t min_large_alloc = 10 << 20;    // from here segments are rounded to 2 MiB
+  static constexpr std::int64_t small_size = 1 << 20;        // requests up to this use the small pool
+  static constexpr std::int64_t small_buffer = 2 << 20;      // small-pool segment
+  static constexpr std::int64_t large_buffer = 20 << 20;     // segment for 1-10 MiB requests
+  static constexpr std::int64_t min_large_alloc = 10 << 20;  // from here segments are rounded to 2 MiB
   static constexpr std::int64_t round_large = 2 << 20;
 
   // Throws bad_input when max_split_size is below 20 MiB (PyTorch's lower limit).

@@ -1,11 +1,11 @@
 // measurement.cpp: measurement records (see measurement.hpp).
 #include "measurement.hpp"
 
-#include <chrono>
-#include <ctime>
-
 #include <sys/utsname.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <ctime>
 
 namespace headroom::probes {
 
@@ -47,7 +47,8 @@ measurement measure(const step_trace& t, const stage_breakdown& predicted, const
   return m;
 }
 
-nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs, const environment& env) {
+nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
+                                   const environment& env) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   utsname u{};
@@ -71,14 +72,10 @@ nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& i
   j["stage"] = p.stage;
   j["events"] = m.events;
   j["events_replayed"] = r.events_replayed;
-  j["predicted"] = {{"persistent_bytes", p.persistent},
-                    {"transient_bytes", p.transient},
-                    {"activation_bytes", p.activations},
-                    {"working_set_bytes", p.working_set},
-                    {"output_phase_bytes", p.output_phase},
-                    {"step_peak_bytes", p.step_peak},
-                    {"reserve_bytes", p.reserve},
-                    {"total_bytes", p.total},
+  j["predicted"] = {{"persistent_bytes", p.persistent},     {"transient_bytes", p.transient},
+                    {"activation_bytes", p.activations},    {"working_set_bytes", p.working_set},
+                    {"output_phase_bytes", p.output_phase}, {"step_peak_bytes", p.step_peak},
+                    {"reserve_bytes", p.reserve},           {"total_bytes", p.total},
                     {"capacity_bytes", p.capacity}};
   j["replayed"] = {{"peak_requested_bytes", r.requested.bytes},
                    {"peak_allocated_bytes", r.allocated.bytes},
@@ -90,10 +87,14 @@ nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& i
                    {"peak_reserved_at", ref_json(m.peak_reserved_at)},
                    {"peak_allocated_at", ref_json(m.peak_allocated_at)},
                    {"out_of_memory", m.oom_at ? ref_json(*m.oom_at) : nlohmann::json(nullptr)}};
-  auto opt = [](const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  j["fixed_overheads"] = {{"context_bytes", opt(m.context_bytes)},
-                          {"nccl_bytes", opt(m.nccl_bytes)},
-                          {"source", m.context_bytes ? "calibration" : "not measured: the sim backend has no CUDA context or NCCL"}};
+  auto opt = [](const std::optional<std::int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  j["fixed_overheads"] = {
+      {"context_bytes", opt(m.context_bytes)},
+      {"nccl_bytes", opt(m.nccl_bytes)},
+      {"source",
+       m.context_bytes ? "calibration" : "not measured: the sim backend has no CUDA context or NCCL"}};
   return j;
 }
 

@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "planner/estimate.hpp"
 #include "replay.hpp"
@@ -24,9 +23,9 @@ struct event_ref {
 };
 
 struct measurement {
-  std::string backend;    // "sim" (or "cuda")
-  std::string device;     // sim_device::describe()
-  std::string allocator;  // allocator::describe()
+  std::string backend;        // "sim" (or "cuda")
+  std::string device;         // sim_device::describe()
+  std::string allocator;      // allocator::describe()
   stage_breakdown predicted;  // the planner's figures for the traced stage
   replay_result replayed;
   std::size_t events = 0;
@@ -51,6 +50,7 @@ struct environment {
   std::string tool_version, git_revision, command_line;
 };
 
-nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs, const environment& env);
+nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
+                                   const environment& env);
 
 }  // namespace headroom::probes

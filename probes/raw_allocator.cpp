@@ -47,6 +47,8 @@ class raw_allocator final : public allocator {
 
 }  // namespace
 
-std::unique_ptr<allocator> make_raw_allocator(device& dev) { return std::make_unique<raw_allocator>(dev); }
+std::unique_ptr<allocator> make_raw_allocator(device& dev) {
+  return std::make_unique<raw_allocator>(dev);
+}
 
 }  // namespace headroom::probes

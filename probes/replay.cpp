@@ -29,7 +29,8 @@ replay_result replay(const step_trace& t, allocator& a, bool record_timeline) {
     } else {
       if (h < 0)
         throw bad_input("trace", "event " + std::to_string(i) + " frees tensor '" +
-                                     t.tensors[static_cast<std::size_t>(e.tensor)].name + "', which is not allocated");
+                                     t.tensors[static_cast<std::size_t>(e.tensor)].name +
+                                     "', which is not allocated");
       a.release(h);
       h = -1;
     }

@@ -22,15 +22,16 @@ struct replay_peak {
 
 struct replay_result {
   replay_peak requested, allocated, reserved;
-  std::int64_t device_peak = 0;   // most bytes the device had mapped for this replay
-  std::int64_t retries = 0;       // cache flushes before a device allocation succeeded (PyTorch num_alloc_retries)
+  std::int64_t device_peak = 0;  // most bytes the device had mapped for this replay
+  std::int64_t retries = 0;  // cache flushes before a device allocation succeeded (PyTorch num_alloc_retries)
   std::optional<std::size_t> oom_event;  // the allocation the device could not serve; replay stops there
   std::size_t events_replayed = 0;
   std::vector<replay_point> timeline;  // one point per event replayed, when asked for
 
   // Returns 1 - peak allocated / peak reserved (GMLake's fragmentation), 0 when nothing was reserved.
   double fragmentation() const {
-    return reserved.bytes ? 1.0 - static_cast<double>(allocated.bytes) / static_cast<double>(reserved.bytes) : 0.0;
+    return reserved.bytes ? 1.0 - static_cast<double>(allocated.bytes) / static_cast<double>(reserved.bytes)
+                          : 0.0;
   }
 };
 

@@ -1,12 +1,12 @@
 // results_file.cpp: atomic, non-clobbering result files (see results_file.hpp).
 #include "results_file.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-
-#include <unistd.h>
 
 #include "planner/errors.hpp"
 

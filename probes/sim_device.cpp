@@ -11,7 +11,8 @@ namespace headroom::probes {
 sim_device::sim_device(std::int64_t capacity, std::int64_t granularity)
     : m_capacity(capacity), m_granularity(granularity) {
   if (capacity <= 0) throw bad_input("gpu-mem", "device capacity must be positive");
-  if (granularity <= 0 || granularity > capacity) throw bad_input("granularity", "must be positive and below capacity");
+  if (granularity <= 0 || granularity > capacity)
+    throw bad_input("granularity", "must be positive and below capacity");
 }
 
 std::optional<std::uint64_t> sim_device::map(std::int64_t bytes) {
@@ -24,7 +25,9 @@ std::optional<std::uint64_t> sim_device::map(std::int64_t bytes) {
   return a;
 }
 
-void sim_device::unmap(std::uint64_t, std::int64_t bytes) { m_used -= round_up(bytes, m_granularity); }
+void sim_device::unmap(std::uint64_t, std::int64_t bytes) {
+  m_used -= round_up(bytes, m_granularity);
+}
 
 std::string sim_device::describe() const {
   return "sim (" + gib_str(m_capacity) + " GiB, " + trim(static_cast<double>(m_granularity) / (1 << 20), 3) +

@@ -18,16 +18,23 @@ namespace headroom::probes {
 
 const char* to_string(phase p) {
   switch (p) {
-    case phase::state: return "state";
-    case phase::forward: return "forward";
-    case phase::output: return "output";
-    case phase::backward: return "backward";
-    case phase::optimizer: return "optimizer";
+    case phase::state:
+      return "state";
+    case phase::forward:
+      return "forward";
+    case phase::output:
+      return "output";
+    case phase::backward:
+      return "backward";
+    case phase::optimizer:
+      return "optimizer";
   }
   return "?";
 }
 
-const char* to_string(event_kind k) { return k == event_kind::alloc ? "alloc" : "free"; }
+const char* to_string(event_kind k) {
+  return k == event_kind::alloc ? "alloc" : "free";
+}
 
 namespace {
 
@@ -35,8 +42,8 @@ class trace_builder {
  public:
   explicit trace_builder(step_trace& t) : m_t(t) {}
 
-  std::int32_t alloc(std::string name, std::vector<std::int64_t> shape, std::int64_t dtype, std::int64_t bytes,
-                     phase when) {
+  std::int32_t alloc(std::string name, std::vector<std::int64_t> shape, std::int64_t dtype,
+                     std::int64_t bytes, phase when) {
     m_t.tensors.push_back({std::move(name), std::move(shape), dtype, bytes});
     const auto id = static_cast<std::int32_t>(m_t.tensors.size() - 1);
     m_t.events.push_back({event_kind::alloc, when, id});
@@ -63,12 +70,13 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   const breakdown b = estimate(p, l);
   if (l.vpp != 1) throw bad_input("vpp", "interleaved schedules (vpp > 1) are not traced yet; trace vpp=1");
   if (stage < 0 || stage >= l.pp)
-    throw bad_input("stage", "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
+    throw bad_input("stage",
+                    "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
   const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
   const auto shape = shape_of(p, l);
   const auto& ledger = b.basis.ledger;
-  const auto working = backward_working_set(p.model, shape, l.recompute,
-                                            unsharded_layer_grad_bytes(p, b.basis.params, l));
+  const auto working =
+      backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, b.basis.params, l));
   const auto output = output_phase_tensors(p.model, shape);
 
   step_trace t;
@@ -106,8 +114,9 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   std::vector<std::int32_t> gathered(static_cast<std::size_t>(layers), -1);
   auto gather = [&](std::int64_t j, phase when) {
     if (!gathers || j < 0 || j >= layers || gathered[static_cast<std::size_t>(j)] >= 0) return;
-    gathered[static_cast<std::size_t>(j)] = tb.alloc("layer" + std::to_string(first_layer + j) + ".params.gathered",
-                                                     {gather_bytes / gather_dtype}, gather_dtype, gather_bytes, when);
+    gathered[static_cast<std::size_t>(j)] =
+        tb.alloc("layer" + std::to_string(first_layer + j) + ".params.gathered",
+                 {gather_bytes / gather_dtype}, gather_dtype, gather_bytes, when);
   };
   auto release = [&](std::int64_t j, phase when) {
     if (!gathers || gathered[static_cast<std::size_t>(j)] < 0) return;
@@ -143,7 +152,8 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
       std::vector<std::int32_t> ids;
       for (const auto& e : working) ids.push_back(tb.alloc(prefix, e, phase::backward));
       for (auto id : ids) tb.free(id, phase::backward);
-      for (auto id : saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(j)]) tb.free(id, phase::backward);
+      for (auto id : saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(j)])
+        tb.free(id, phase::backward);
       release(j, phase::backward);
     }
   };

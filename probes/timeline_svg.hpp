@@ -10,6 +10,7 @@
 namespace headroom::probes {
 
 // Returns the SVG document. The replay must have recorded its timeline.
-std::string timeline_svg(const step_trace& t, const replay_result& r, std::int64_t capacity, const std::string& title);
+std::string timeline_svg(const step_trace& t, const replay_result& r, std::int64_t capacity,
+                         const std::string& title);
 
 }  // namespace headroom::probes

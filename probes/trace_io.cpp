@@ -17,7 +17,8 @@ phase phase_from(const std::string& s, const std::string& where) {
 nlohmann::json trace_to_json(const step_trace& t) {
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& x : t.tensors)
-    tensors.push_back({{"name", x.name}, {"shape", x.shape}, {"dtype_bytes", x.dtype_bytes}, {"bytes", x.bytes}});
+    tensors.push_back(
+        {{"name", x.name}, {"shape", x.shape}, {"dtype_bytes", x.dtype_bytes}, {"bytes", x.bytes}});
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : t.events) events.push_back({to_string(e.kind), e.tensor, to_string(e.when)});
   return {{"schema", "headroom.trace/1"},
@@ -39,7 +40,8 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!schema || schema->rfind("headroom.trace/", 0) != 0)
     throw bad_input(origin + ".schema", "not a headroom trace (expected headroom.trace/1)");
   if (*schema != "headroom.trace/1" && schema->rfind("headroom.trace/1.", 0) != 0)
-    throw bad_input(origin + ".schema", "unsupported version '" + *schema + "' (this build reads headroom.trace/1)");
+    throw bad_input(origin + ".schema",
+                    "unsupported version '" + *schema + "' (this build reads headroom.trace/1)");
   step_trace t;
   t.model = opt_string_field(j, "model", origin).value_or("");
   t.layout_text = opt_string_field(j, "layout", origin).value_or("");
@@ -49,8 +51,10 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
   t.microbatches_traced = opt_int_field(j, "microbatches_traced", origin, 1, INT64_MAX).value_or(1);
   auto tensors = j.find("tensors");
   auto events = j.find("events");
-  if (tensors == j.end() || !tensors->is_array()) throw bad_input(origin + ".tensors", "missing or not an array");
-  if (events == j.end() || !events->is_array()) throw bad_input(origin + ".events", "missing or not an array");
+  if (tensors == j.end() || !tensors->is_array())
+    throw bad_input(origin + ".tensors", "missing or not an array");
+  if (events == j.end() || !events->is_array())
+    throw bad_input(origin + ".events", "missing or not an array");
   for (std::size_t i = 0; i < tensors->size(); ++i) {
     const std::string w = origin + ".tensors[" + std::to_string(i) + "]";
     const auto& x = (*tensors)[i];
@@ -60,7 +64,8 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
     tt.dtype_bytes = opt_int_field(x, "dtype_bytes", w, 1, 64).value_or(1);
     if (auto s = x.find("shape"); s != x.end() && s->is_array())
       for (const auto& d : *s) {
-        if (!d.is_number_integer() || d.get<std::int64_t>() < 0) throw bad_input(w + ".shape", "must hold non-negative integers");
+        if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+          throw bad_input(w + ".shape", "must hold non-negative integers");
         tt.shape.push_back(d.get<std::int64_t>());
       }
     t.tensors.push_back(std::move(tt));
@@ -73,9 +78,12 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
       throw bad_input(w, "expected [\"alloc\"|\"free\", tensor index, phase]");
     trace_event ev;
     const auto kind = e[0].get<std::string>();
-    if (kind == "alloc") ev.kind = event_kind::alloc;
-    else if (kind == "free") ev.kind = event_kind::free;
-    else throw bad_input(w, "unknown event '" + kind + "'");
+    if (kind == "alloc")
+      ev.kind = event_kind::alloc;
+    else if (kind == "free")
+      ev.kind = event_kind::free;
+    else
+      throw bad_input(w, "unknown event '" + kind + "'");
     const auto id = e[1].get<std::int64_t>();
     if (id < 0 || static_cast<std::size_t>(id) >= t.tensors.size())
       throw bad_input(w, "names tensor " + std::to_string(id) + ", which does not exist");
@@ -85,7 +93,8 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
     if (ev.kind == event_kind::alloc && l)
       throw bad_input(w, "allocates tensor '" + t.tensors[static_cast<std::size_t>(id)].name + "' twice");
     if (ev.kind == event_kind::free && !l)
-      throw bad_input(w, "frees tensor '" + t.tensors[static_cast<std::size_t>(id)].name + "', which is not allocated");
+      throw bad_input(
+          w, "frees tensor '" + t.tensors[static_cast<std::size_t>(id)].name + "', which is not allocated");
     l = ev.kind == event_kind::alloc;
     t.events.push_back(ev);
   }

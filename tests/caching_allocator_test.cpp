@@ -2,10 +2,11 @@
 // exact segments and blocks that must result (memory-facts.md lists the rules; the sources are
 // c10/cuda/CUDACachingAllocator.cpp's round_size, get_allocation_size, get_free_block, should_split,
 // free_block and release_cached_blocks).
+#include "probes/caching_allocator.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
-#include "probes/caching_allocator.hpp"
 #include "probes/sim_device.hpp"
 
 namespace headroom::probes {
@@ -16,7 +17,8 @@ constexpr std::int64_t MiB = 1 << 20;
 struct fixture {
   sim_device dev;
   caching_allocator a;
-  explicit fixture(std::int64_t capacity = 1024 * MiB, caching_options o = {}) : dev(capacity, 2 * MiB), a(dev, o) {}
+  explicit fixture(std::int64_t capacity = 1024 * MiB, caching_options o = {})
+      : dev(capacity, 2 * MiB), a(dev, o) {}
   // Returns the sizes of each segment's blocks, allocated blocks positive, free ones negative, in MiB*1024.
   std::vector<std::vector<std::int64_t>> layout() const {
     std::vector<std::vector<std::int64_t>> out;

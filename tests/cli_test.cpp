@@ -184,7 +184,8 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
 
 // probe and trace: files go to a directory of this process.
 std::string scratch(const std::string& name) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / ("headroom_cli_files_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::path(::testing::TempDir()) / ("headroom_cli_files_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
   std::filesystem::remove(p);
@@ -197,7 +198,8 @@ TEST(CliProbe, SimReplayMatchesThePlannerAndWritesARecord) {
   const std::string json = scratch("m.json"), svg = scratch("t.svg");
   auto r = run("probe " + z3 + "--json " + json + " --timeline " + svg);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("  peak requested, GiB                  171.08       171.08"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  peak requested, GiB                  171.08       171.08"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("CUDA context and NCCL are not modelled"), std::string::npos);
   auto j = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(j["schema"], "headroom.measurement/1");
@@ -247,13 +249,16 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
   const std::string truncated = scratch("truncated_trace.json");
   { std::ofstream(truncated) << R"({"schema": "headroom.trace/1", "tensors": [)"; }
   const std::string out = scratch("never.json");
-  struct bad { std::string args, says; };
+  struct bad {
+    std::string args, says;
+  };
   const bad cases[] = {
       {"probe " + z3 + "--trace " + bad_trace + " --json " + out, "which is not allocated"},
       {"probe " + z3 + "--trace " + truncated + " --json " + out, "malformed JSON"},
       {"probe --preset gpt3-175b --gpus 8 --zero 0 --json " + out, "smaller than the persistent state"},
       {"probe " + z3 + "--max-split-size-mb 10 --json " + out, "max-split-size-mb"},
-      {"probe " + z3 + "--allocator raw --expandable-segments --json " + out, "apply to the caching allocator"},
+      {"probe " + z3 + "--allocator raw --expandable-segments --json " + out,
+       "apply to the caching allocator"},
       {"probe " + z3 + "--granularity-mib 0 --json " + out, "granularity"},
       {"probe " + z3 + "--stage 3 --json " + out, "stage"},
       {"probe --preset gpt3-175b --gpus 40 --tp 5 --json " + out, "not divisible by tp=5"},

@@ -1,9 +1,10 @@
 // replay_test.cpp: replay records the three peaks, stops at out-of-memory, and rejects impossible events.
+#include "probes/replay.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
 #include "probes/caching_allocator.hpp"
-#include "probes/replay.hpp"
 #include "probes/sim_device.hpp"
 
 namespace headroom::probes {
@@ -14,8 +15,10 @@ constexpr std::int64_t MiB = 1 << 20;
 step_trace tiny() {
   step_trace t;
   t.tensors = {{"a", {3 * MiB}, 1, 3 * MiB}, {"b", {30 * MiB}, 1, 30 * MiB}, {"c", {1}, 1, 1}};
-  t.events = {{event_kind::alloc, phase::state, 0},   {event_kind::alloc, phase::forward, 1},
-              {event_kind::alloc, phase::forward, 2}, {event_kind::free, phase::backward, 1},
+  t.events = {{event_kind::alloc, phase::state, 0},
+              {event_kind::alloc, phase::forward, 1},
+              {event_kind::alloc, phase::forward, 2},
+              {event_kind::free, phase::backward, 1},
               {event_kind::free, phase::backward, 2}};
   return t;
 }

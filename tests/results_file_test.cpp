@@ -1,14 +1,14 @@
 // results_file_test.cpp: result files are written whole, and never silently overwritten.
+#include "probes/results_file.hpp"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "planner/errors.hpp"
-#include "probes/results_file.hpp"
 
 namespace headroom::probes {
 namespace {

@@ -1,9 +1,10 @@
 // sim_device_test.cpp: the simulated device maps without host memory, in pages, up to its capacity.
+#include "probes/sim_device.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
 #include "planner/units.hpp"
-#include "probes/sim_device.hpp"
 
 namespace headroom::probes {
 namespace {

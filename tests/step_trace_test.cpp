@@ -1,11 +1,12 @@
 // step_trace_test.cpp: the trace and the planner speak of the same tensors. Over a sweep of presets and
 // layouts, the trace's peak live bytes equal the planner's persistent + transient + activations +
 // max(backward working set, output phase), stage by stage; and the trace is well formed.
+#include "probes/step_trace.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
-#include "probes/step_trace.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -26,9 +27,10 @@ TEST(StepTrace, PeakEqualsThePlannersTermsOverASweep) {
     attention_kind att;
   };
   int checked = 0;
-  for (auto mc : {model_case{"gpt3-175b", attention_kind::eager}, model_case{"llama2-70b", attention_kind::flash},
-                  model_case{"gpt-neox-20b", attention_kind::eager}, model_case{"llama3-8b", attention_kind::flash},
-                  model_case{"gpt3-1.3b", attention_kind::eager}}) {
+  for (auto mc :
+       {model_case{"gpt3-175b", attention_kind::eager}, model_case{"llama2-70b", attention_kind::flash},
+        model_case{"gpt-neox-20b", attention_kind::eager}, model_case{"llama3-8b", attention_kind::flash},
+        model_case{"gpt3-1.3b", attention_kind::eager}}) {
     const problem p = preset(mc.name, mc.att);
     for (int tp : {1, 2, 4})
       for (int pp : {1, 2, 4})
@@ -45,10 +47,10 @@ TEST(StepTrace, PeakEqualsThePlannersTermsOverASweep) {
             for (int k = 0; k < pp; ++k) {
               const step_trace t = build_trace(p, l, k);
               const auto& s = b.stages[static_cast<std::size_t>(k)];
-              EXPECT_EQ(trace_peak(t).bytes, s.persistent + s.transient + s.activations +
-                                                 std::max(s.working_set, s.output_phase))
-                  << mc.name << " tp=" << tp << " pp=" << pp << " zero=" << zero << " " << to_string(r) << " stage "
-                  << k;
+              EXPECT_EQ(trace_peak(t).bytes,
+                        s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase))
+                  << mc.name << " tp=" << tp << " pp=" << pp << " zero=" << zero << " " << to_string(r)
+                  << " stage " << k;
               EXPECT_EQ(trace_peak(t).bytes, s.step_peak);
               ++checked;
             }

@@ -1,10 +1,11 @@
 // timeline_svg_test.cpp: the timeline is an SVG with the three series, the capacity line and the phases.
+#include "probes/timeline_svg.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/model_files.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/sim_device.hpp"
-#include "probes/timeline_svg.hpp"
 
 namespace headroom::probes {
 namespace {

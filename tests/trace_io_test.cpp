@@ -1,9 +1,10 @@
 // trace_io_test.cpp: traces round-trip through JSON; malformed trace files are one clear error.
+#include "probes/trace_io.hpp"
+
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
-#include "probes/trace_io.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -35,19 +36,22 @@ TEST(TraceIo, RoundTrip) {
 }
 
 TEST(TraceIo, MalformedTracesNameTheProblem) {
-  const std::string head = R"({"schema": "headroom.trace/1", "tensors": [{"name": "x", "bytes": 8}], "events": )";
+  const std::string head =
+      R"({"schema": "headroom.trace/1", "tensors": [{"name": "x", "bytes": 8}], "events": )";
   EXPECT_NE(error_of(head + R"([["free", 0, "forward"]]})").find("frees tensor 'x', which is not allocated"),
             std::string::npos);
-  EXPECT_NE(error_of(head + R"([["alloc", 0, "forward"], ["alloc", 0, "forward"]]})").find("twice"), std::string::npos);
+  EXPECT_NE(error_of(head + R"([["alloc", 0, "forward"], ["alloc", 0, "forward"]]})").find("twice"),
+            std::string::npos);
   EXPECT_NE(error_of(head + R"([["alloc", 3, "forward"]]})").find("does not exist"), std::string::npos);
   EXPECT_NE(error_of(head + R"([["alloc", 0, "sideways"]]})").find("unknown phase"), std::string::npos);
   EXPECT_NE(error_of(head + R"([["alloc"]]})").find("expected"), std::string::npos);
   EXPECT_NE(error_of(R"({"schema": "headroom.trace/2", "tensors": [], "events": []})").find("unsupported"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"schema": "other"})").find("not a headroom trace"), std::string::npos);
-  EXPECT_NE(error_of(R"({"schema": "headroom.trace/1", "tensors": [{"name": "x", "bytes": -1}], "events": []})")
-                .find("bytes"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"schema": "headroom.trace/1", "tensors": [{"name": "x", "bytes": -1}], "events": []})")
+          .find("bytes"),
+      std::string::npos);
 }
 
 }  // namespace
