@@ -8,6 +8,7 @@
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
 #include "probe_command.hpp"
+#include "version.hpp"
 
 int main(int argc, char** argv) {
   using namespace headroom;

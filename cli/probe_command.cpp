@@ -17,13 +17,8 @@
 #include "probes/timeline_svg.hpp"
 #include "probes/trace_io.hpp"
 #include "report.hpp"
+#include "version.hpp"
 
-#ifndef HEADROOM_VERSION
-#define HEADROOM_VERSION "0.0.0"
-#endif
-#ifndef HEADROOM_GIT_REVISION
-#define HEADROOM_GIT_REVISION "unknown"
-#endif
 
 namespace headroom::cli {
 

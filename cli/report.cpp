@@ -1,5 +1,6 @@
 // report.cpp: table, JSON and CSV writers for plans, suggestions and minimum-GPU searches.
 #include "report.hpp"
+#include "version.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,12 +9,6 @@
 #include "planner/format.hpp"
 #include "planner/units.hpp"
 
-#ifndef HEADROOM_VERSION
-#define HEADROOM_VERSION "0.0.0"
-#endif
-#ifndef HEADROOM_GIT_REVISION
-#define HEADROOM_GIT_REVISION "unknown"
-#endif
 
 namespace headroom::cli {
 

@@ -132,7 +132,7 @@ void caching_allocator::release_segment(std::int32_t id) {
   drop_block(id);
 }
 
-bool caching_allocator::trim_expandable(expandable& e, bool small) {
+bool caching_allocator::trim_expandable(expandable& e) {
   if (e.tail < 0) return false;
   block& t = m_blocks[static_cast<std::size_t>(e.tail)];
   if (t.allocated) return false;
@@ -156,7 +156,6 @@ bool caching_allocator::trim_expandable(expandable& e, bool small) {
     insert_free(e.tail);
   }
   if (e.mapped == 0) --m_stats.segments;
-  (void)small;
   return true;
 }
 
@@ -189,8 +188,8 @@ bool caching_allocator::release_oversize(bool small, std::int64_t size) {
 bool caching_allocator::release_cached() {
   bool any = false;
   if (m_options.expandable_segments) {
-    any = trim_expandable(m_exp_small, true) || any;
-    any = trim_expandable(m_exp_large, false) || any;
+    any = trim_expandable(m_exp_small) || any;
+    any = trim_expandable(m_exp_large) || any;
     return any;
   }
   for (pool* p : {&m_small, &m_large}) {

@@ -95,7 +95,7 @@ class caching_allocator final : public allocator {
   bool release_oversize(bool small, std::int64_t size);
   bool release_cached();
   void release_segment(std::int32_t id);
-  bool trim_expandable(expandable& e, bool small);
+  bool trim_expandable(expandable& e);
   std::int32_t split(std::int32_t id, std::int64_t size);
 
   device& m_dev;

@@ -9,7 +9,6 @@
 #include "step_trace.hpp"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "planner/errors.hpp"
 #include "planner/ledger.hpp"

@@ -2,6 +2,7 @@
 // layouts, the trace's peak live bytes equal the planner's persistent + transient + activations +
 // max(backward working set, output phase), stage by stage; and the trace is well formed.
 #include "probes/step_trace.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +13,7 @@ namespace headroom::probes {
 namespace {
 
 problem preset(const std::string& name, attention_kind att = attention_kind::eager) {
-  problem p;
-  p.model = load_preset(name, preset_dir());
-  p.precision = load_recipe("bf16-adam");
+  problem p = test::preset_problem(name);
   p.training.seq = std::min<std::int64_t>(p.model.seq, 4096);
   p.training.attention = att;
   p.training.global_batch = 64;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/model_files.hpp"
+#include "test_support.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/sim_device.hpp"
 
@@ -11,9 +12,7 @@ namespace headroom::probes {
 namespace {
 
 TEST(TimelineSvg, DrawsSeriesCapacityAndPhases) {
-  problem p;
-  p.model = load_preset("gpt3-1.3b", preset_dir());
-  p.precision = load_recipe("bf16-adam");
+  const problem p = test::preset_problem("gpt3-1.3b");
   layout l;
   l.gpus = 2;
   l.pp = 2;

@@ -5,6 +5,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
+#include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -19,9 +20,7 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(TraceIo, RoundTrip) {
-  problem p;
-  p.model = load_preset("gpt3-1.3b", preset_dir());
-  p.precision = load_recipe("bf16-adam");
+  const problem p = test::preset_problem("gpt3-1.3b");
   layout l;
   l.gpus = 4;
   l.zero = 3;
