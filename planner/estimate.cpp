@@ -77,7 +77,8 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
 
   // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
   if (l.zero == 3 && shards > 1) {
-    const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, s.layers);
+    // Gathers stay inside one model chunk: L/(pp*vpp) layers, the whole stage without interleaving.
+    const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, s.layers / l.vpp);
     s.transient = units * zero3_gather_bytes(p, pc, l);
   }
   s.state = s.persistent + s.transient;

@@ -67,7 +67,6 @@ bool kept(const ledger_entry& e, recompute_mode r) {
 
 step_trace build_trace(const problem& p, const layout& l, int stage) {
   const breakdown b = estimate(p, l);
-  if (l.vpp != 1) throw bad_input("vpp", "interleaved schedules (vpp > 1) are not traced yet; trace vpp=1");
   if (stage < 0 || stage >= l.pp)
     throw bad_input("stage",
                     "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
@@ -83,8 +82,17 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   t.layout_text = zero_name(l) + ", recompute " + to_string(l.recompute) + ", " + axes_string(l);
   t.stage = stage;
   t.stages = l.pp;
-  const std::int64_t M = b.basis.microbatches;
-  const std::int64_t m = std::min<std::int64_t>(M, l.pp - stage + 1);
+  // Micro-batches to trace: enough to reach the schedule's steady state (one forward after the warm-up).
+  // Megatron's interleaved schedule runs pp micro-batches per round, so it needs M divisible by pp.
+  const std::int64_t M = b.basis.microbatches, pp = l.pp, v = l.vpp;
+  const std::int64_t warmup_chunks = v == 1 ? pp - stage - 1 : 2 * (pp - stage - 1) + (v - 1) * pp;
+  std::int64_t m = std::min<std::int64_t>(M, pp - stage + 1);
+  if (v > 1) {
+    if (M % pp != 0)
+      throw bad_input("vpp", "the interleaved schedule needs micro-batches per step (" + std::to_string(M) +
+                                 ") divisible by pp=" + std::to_string(pp));
+    m = std::min<std::int64_t>(M, pp * ((warmup_chunks + 2 + pp * v - 1) / (pp * v)));
+  }
   t.microbatches_per_step = M;
   t.microbatches_traced = m;
   trace_builder tb(t);
@@ -98,23 +106,30 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
     tb.alloc("state." + buf.name, {bytes / dtype}, dtype, bytes, phase::state);
   }
 
-  const std::int64_t layers = sb.layers, first_layer = stage * layers;
+  // A model chunk is L / (pp * vpp) consecutive layers; chunk c of this stage starts at layer
+  // (c * pp + stage) * chunk_layers (vpp = 1: one chunk, the stage's layers).
+  const std::int64_t layers = sb.layers / v;
   const bool gathers = sb.transient > 0;
   const std::int64_t gather_bytes = gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
   const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, layers);
   const std::int64_t param_bytes = p.precision.bytes_of(buffer_kind::params);
   const std::int64_t gather_dtype = gather_bytes % param_bytes == 0 ? param_bytes : 1;
   const bool last = stage == l.pp - 1;
+  auto first_layer = [&](std::int64_t chunk) { return (chunk * pp + stage) * layers; };
+  auto slot = [&](std::int64_t v_mb, std::int64_t chunk) {
+    return static_cast<std::size_t>(v_mb * v + chunk);
+  };
 
-  // Saved tensors per micro-batch and layer, freed by that layer's backward.
+  // Saved tensors per (micro-batch, chunk) and layer, freed by that layer's backward.
   std::vector<std::vector<std::vector<std::int32_t>>> saved(
-      static_cast<std::size_t>(m), std::vector<std::vector<std::int32_t>>(static_cast<std::size_t>(layers)));
-  // ZeRO-3 gathers alive, by layer (-1: none).
+      static_cast<std::size_t>(m * v),
+      std::vector<std::vector<std::int32_t>>(static_cast<std::size_t>(layers)));
+  // ZeRO-3 gathers alive, by layer of the chunk being run (-1: none); every pass frees its own.
   std::vector<std::int32_t> gathered(static_cast<std::size_t>(layers), -1);
-  auto gather = [&](std::int64_t j, phase when) {
+  auto gather = [&](std::int64_t chunk, std::int64_t j, phase when) {
     if (!gathers || j < 0 || j >= layers || gathered[static_cast<std::size_t>(j)] >= 0) return;
     gathered[static_cast<std::size_t>(j)] =
-        tb.alloc("layer" + std::to_string(first_layer + j) + ".params.gathered",
+        tb.alloc("layer" + std::to_string(first_layer(chunk) + j) + ".params.gathered",
                  {gather_bytes / gather_dtype}, gather_dtype, gather_bytes, when);
   };
   auto release = [&](std::int64_t j, phase when) {
@@ -123,49 +138,59 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
     gathered[static_cast<std::size_t>(j)] = -1;
   };
 
-  auto forward = [&](std::int64_t mb) {
+  auto forward = [&](std::int64_t mb, std::int64_t chunk) {
     for (std::int64_t j = 0; j < layers; ++j) {
-      for (std::int64_t u = 0; u < units; ++u) gather(j + u, phase::forward);
-      const std::string prefix = "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer + j) + ".";
+      for (std::int64_t u = 0; u < units; ++u) gather(chunk, j + u, phase::forward);
+      const std::string prefix =
+          "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer(chunk) + j) + ".";
       std::vector<std::int32_t> dropped;
       for (const auto& e : ledger) {
         const auto id = tb.alloc(prefix, e, phase::forward);
-        (kept(e, l.recompute) ? saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(j)] : dropped)
-            .push_back(id);
+        (kept(e, l.recompute) ? saved[slot(mb, chunk)][static_cast<std::size_t>(j)] : dropped).push_back(id);
       }
       for (auto id : dropped) tb.free(id, phase::forward);
       release(j, phase::forward);
     }
   };
-  auto backward = [&](std::int64_t mb) {
-    for (std::int64_t u = 0; u < units; ++u) gather(layers - 1 - u, phase::backward);
-    if (last) {
+  auto backward = [&](std::int64_t mb, std::int64_t chunk) {
+    for (std::int64_t u = 0; u < units; ++u) gather(chunk, layers - 1 - u, phase::backward);
+    if (last && chunk == v - 1) {  // the loss is computed after the model's last chunk
       const std::string prefix = "mb" + std::to_string(mb) + ".";
       std::vector<std::int32_t> ids;
       for (const auto& e : output) ids.push_back(tb.alloc(prefix, e, phase::output));
       for (auto id : ids) tb.free(id, phase::output);
     }
     for (std::int64_t j = layers - 1; j >= 0; --j) {
-      for (std::int64_t u = 0; u < units; ++u) gather(j - u, phase::backward);
-      const std::string prefix = "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer + j) + ".";
+      for (std::int64_t u = 0; u < units; ++u) gather(chunk, j - u, phase::backward);
+      const std::string prefix =
+          "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer(chunk) + j) + ".";
       std::vector<std::int32_t> ids;
       for (const auto& e : working) ids.push_back(tb.alloc(prefix, e, phase::backward));
       for (auto id : ids) tb.free(id, phase::backward);
-      for (auto id : saved[static_cast<std::size_t>(mb)][static_cast<std::size_t>(j)])
-        tb.free(id, phase::backward);
+      for (auto id : saved[slot(mb, chunk)][static_cast<std::size_t>(j)]) tb.free(id, phase::backward);
       release(j, phase::backward);
     }
   };
 
-  // Megatron's 1F1B: warm-up forwards, then one forward and one backward at a time, then cool-down.
-  const std::int64_t warmup = std::min<std::int64_t>(l.pp - stage - 1, m);
+  // Megatron's schedules: warm-up forwards, then one forward and one backward at a time, then the
+  // cool-down. Step i of m * vpp runs micro-batch (i / (pp*vpp)) * pp + i % pp on chunk (i / pp) % vpp
+  // (backward: the chunks in reverse); with vpp = 1 that is micro-batch i.
+  const std::int64_t total = m * v;
+  const std::int64_t warmup = std::min<std::int64_t>(warmup_chunks, total);
+  auto mb_of = [&](std::int64_t i) { return v == 1 ? i : (i / (pp * v)) * pp + i % pp; };
+  auto chunk_of = [&](std::int64_t i, bool fwd) {
+    const std::int64_t c = v == 1 ? 0 : (i % (pp * v)) / pp;
+    return fwd ? c : v - 1 - c;
+  };
   std::int64_t next_f = 0, next_b = 0;
-  for (; next_f < warmup; ++next_f) forward(next_f);
-  while (next_f < m) {
-    forward(next_f++);
-    backward(next_b++);
+  for (; next_f < warmup; ++next_f) forward(mb_of(next_f), chunk_of(next_f, true));
+  while (next_f < total) {
+    forward(mb_of(next_f), chunk_of(next_f, true));
+    ++next_f;
+    backward(mb_of(next_b), chunk_of(next_b, false));
+    ++next_b;
   }
-  while (next_b < m) backward(next_b++);
+  for (; next_b < total; ++next_b) backward(mb_of(next_b), chunk_of(next_b, false));
 
   // Optimizer step: the gradient norm's partial sums (fused multi-tensor Adam needs no per-parameter
   // temporaries; PyTorch's foreach Adam does, and is not modelled).

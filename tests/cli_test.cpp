@@ -262,7 +262,7 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
       {"probe " + z3 + "--granularity-mib 0 --json " + out, "granularity"},
       {"probe " + z3 + "--stage 3 --json " + out, "stage"},
       {"probe --preset gpt3-175b --gpus 40 --tp 5 --json " + out, "not divisible by tp=5"},
-      {"trace " + z3 + "--vpp 2 --pp 4 --json " + out, "vpp"},
+      {"trace " + z3 + "--vpp 2 --pp 4 --global-batch 40 --json " + out, "vpp"},
   };
   for (const auto& c : cases) {
     auto r = run(c.args);
