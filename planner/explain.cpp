@@ -180,7 +180,7 @@ std::string explain_nothing_fits(const problem& p, const suggestion& s) {
 
 std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   std::ostringstream o;
-  const auto b = bound_for(p, 1, false);
+  const auto& b = r.bound;
   const double cap = to_gib(p.device.capacity), res = to_gib(p.device.reserve);
   const double act = to_gib(r.full_recompute_activations);
   const double state = to_gib(b.state_total);

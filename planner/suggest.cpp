@@ -136,7 +136,8 @@ bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
 min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   const problem& p = search.the_problem();
   min_gpus_result r;
-  const state_bound b = bound_for(p, 1, false);
+  const state_bound b = bound_for(p, 1, search.axes().offload_optimizer);
+  r.bound = b;
   const double state = static_cast<double>(b.state_total);
   // The seed's (e): leave room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.
   r.full_recompute_activations =

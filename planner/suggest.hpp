@@ -65,6 +65,7 @@ class layout_search {
 
   const param_counts& params() const { return m_params; }
   const problem& the_problem() const { return m_problem; }
+  const search_axes& axes() const { return m_axes; }
 
  private:
   struct variant {
@@ -84,6 +85,7 @@ class layout_search {
 };
 
 struct min_gpus_result {
+  state_bound bound;              // for N = 1: the state every N shares (offload leaves params + grads)
   double seed_bound = 0;  // the seed's (e): Ψ-state / (usable - full-recompute activations at tp=1)
   std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the seed's 4.5 GiB
   double strict_bound = 0;                      // Ψ-state / usable: no activations at all

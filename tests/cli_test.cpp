@@ -171,6 +171,10 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
       {g + "--gpus 8 --recipe bf17", "unknown recipe 'bf17'"},
       {g + "--gpus 16 --tp 16 --gpus-per-node 8", "crosses a node"},
       {"plan --gpus 8", "preset"},
+      {g + "--min-gpus --csv", "--min-gpus writes a table or --json"},
+      {g + "--gpus 8 --suggest --min-gpus", "choose one of --suggest and --min-gpus"},
+      {"plan --preset gpt3-175b --preset llama2-7b --gpus 8", "preset"},
+      {"plan --preset gpt3-175b --hf-config x.json --gpus 8", "hf-config"},
       {g, "gpus: missing"},
   };
   for (const auto& c : cases) {
