@@ -155,7 +155,10 @@ std::string explain_nothing_fits(const problem& p, const suggestion& s) {
   const auto& b = s.bound;
   const double cap = to_gib(p.device.capacity), res = to_gib(p.device.reserve);
   const auto pc = count_params(p.model);
-  if (b.impossible) {
+  if (s.evaluated == 0) {
+    o << "no layout is valid on " << s.gpus
+      << " GPUs with the axes fixed on the command line (tp*pp*cp must divide N, tp stay inside a node)\n";
+  } else if (b.impossible) {
     o << "proof: the axes that shard state do so by their degrees, and those degrees multiply to at most N\n";
     o << "  state_per_gpu >= " << b.shardable_per_param
       << "*Psi / (tp * pp * dp_shard)   and   tp * pp * dp <= N\n";

@@ -43,6 +43,15 @@ TEST(Explain, NothingFitsProof) {
   EXPECT_TRUE(has(t, "325.96 > 182.0  ->  no configuration exists"));
 }
 
+TEST(Explain, NoValidLayoutIsSaidPlainly) {
+  auto p = preset_problem("gpt3-175b");
+  search_axes axes;
+  axes.pp = 96;
+  auto s = layout_search(p, axes, {}).suggest(4096);  // 96 does not divide 4096
+  EXPECT_EQ(s.evaluated, 0);
+  EXPECT_TRUE(has(explain_nothing_fits(p, s), "no layout is valid on 4096 GPUs"));
+}
+
 TEST(Explain, MinGpus) {
   auto p = preset_problem("gpt3-175b");
   auto r = min_gpus(layout_search(p, {}, {}), 64);
