@@ -3,7 +3,7 @@
 // selective recompute), and the time to build that trace.
 #include <benchmark/benchmark.h>
 
-#include "planner/model_files.hpp"
+#include "bench_support.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/replay.hpp"
 #include "probes/sim_device.hpp"
@@ -14,13 +14,7 @@ namespace {
 using namespace headroom;
 using namespace headroom::probes;
 
-problem gpt3() {
-  problem p;
-  p.model = load_preset("gpt3-175b", preset_dir());
-  p.precision = load_recipe("bf16-adam");
-  p.training.seq = p.model.seq;
-  return p;
-}
+problem gpt3() { return bench::preset_problem("gpt3-175b"); }
 
 layout zero3_selective_32() {
   layout l;

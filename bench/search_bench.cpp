@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "bench_support.hpp"
 #include "planner/estimate.hpp"
 #include "planner/model_files.hpp"
 #include "planner/suggest.hpp"
@@ -13,13 +14,7 @@ namespace {
 
 using namespace headroom;
 
-problem one_trillion() {
-  problem p;
-  p.model = load_preset("korthikanti-1t", preset_dir());
-  p.precision = load_recipe("bf16-adam");
-  p.training.seq = p.model.seq;
-  return p;
-}
+problem one_trillion() { return bench::preset_problem("korthikanti-1t"); }
 
 // One layout evaluation = the worst stage's full breakdown (state, transient, activations, total).
 void BM_EvaluateLayout(benchmark::State& state) {
