@@ -3,7 +3,7 @@
 // selective recompute), and the time to build that trace.
 #include <benchmark/benchmark.h>
 
-#include "bench_support.hpp"
+#include "planner/model_files.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/replay.hpp"
 #include "probes/sim_device.hpp"
@@ -14,7 +14,9 @@ namespace {
 using namespace headroom;
 using namespace headroom::probes;
 
-problem gpt3() { return bench::preset_problem("gpt3-175b"); }
+problem gpt3() {
+  return default_problem(load_preset("gpt3-175b", preset_dir()));
+}
 
 layout zero3_selective_32() {
   layout l;

@@ -5,7 +5,6 @@
 
 #include <vector>
 
-#include "bench_support.hpp"
 #include "planner/estimate.hpp"
 #include "planner/model_files.hpp"
 #include "planner/suggest.hpp"
@@ -14,7 +13,9 @@ namespace {
 
 using namespace headroom;
 
-problem one_trillion() { return bench::preset_problem("korthikanti-1t"); }
+problem one_trillion() {
+  return default_problem(load_preset("korthikanti-1t", preset_dir()));
+}
 
 // One layout evaluation = the worst stage's full breakdown (state, transient, activations, total).
 void BM_EvaluateLayout(benchmark::State& state) {

@@ -51,52 +51,59 @@ void validate(const training_spec& t, const device_spec& d) {
   if (d.gpus_per_node <= 0) throw bad_input("gpus-per-node", "must be positive");
 }
 
-void validate(const problem& p, const layout& l) {
+std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   const auto& m = p.model;
-  auto pos = [](int v, const char* f) {
-    if (v <= 0) throw bad_input(f, "must be positive, got " + std::to_string(v));
-  };
-  pos(l.gpus, "gpus");
-  pos(l.tp, "tp");
-  pos(l.pp, "pp");
-  pos(l.cp, "cp");
-  pos(l.vpp, "vpp");
-  if (l.gpus > 10'000'000) throw bad_input("gpus", "is absurd (" + std::to_string(l.gpus) + ")");
+  for (auto [v, f] : {std::pair{l.gpus, "gpus"}, {l.tp, "tp"}, {l.pp, "pp"}, {l.cp, "cp"}, {l.vpp, "vpp"}})
+    if (v <= 0) return bad_input(f, "must be positive, got " + std::to_string(v));
+  if (l.gpus > 10'000'000) return bad_input("gpus", "is absurd (" + std::to_string(l.gpus) + ")");
   if (l.zero < 0 || l.zero > 3)
-    throw bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
+    return bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
   if (l.zero3_inflight_units < 0 || l.zero3_inflight_units > 1000)
-    throw bad_input("zero3-inflight-units", "must be between 0 and 1000");
+    return bad_input("zero3-inflight-units", "must be between 0 and 1000");
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
   if (tpc > l.gpus || l.gpus % tpc != 0)
-    throw bad_input(
+    return bad_input(
         "gpus", "tp*pp*cp = " + std::to_string(tpc) + " does not divide " + std::to_string(l.gpus) + " GPUs");
   if (l.tp > p.device.gpus_per_node)
-    throw bad_input("tp", "tp=" + std::to_string(l.tp) + " crosses a node of " +
-                              std::to_string(p.device.gpus_per_node) +
-                              " GPUs (tensor parallelism stays inside a node)");
+    return bad_input("tp", "tp=" + std::to_string(l.tp) + " crosses a node of " +
+                               std::to_string(p.device.gpus_per_node) +
+                               " GPUs (tensor parallelism stays inside a node)");
   if (m.heads % l.tp != 0)
-    throw bad_input("tp",
-                    "heads (" + std::to_string(m.heads) + ") not divisible by tp=" + std::to_string(l.tp));
+    return bad_input("tp",
+                     "heads (" + std::to_string(m.heads) + ") not divisible by tp=" + std::to_string(l.tp));
   if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
-    throw bad_input("tp", "kv heads (" + std::to_string(m.kv_heads) + ") and tp=" + std::to_string(l.tp) +
-                              ": neither divides the other");
+    return bad_input("tp", "kv heads (" + std::to_string(m.kv_heads) + ") and tp=" + std::to_string(l.tp) +
+                               ": neither divides the other");
   if (m.ffn_hidden % l.tp != 0)
-    throw bad_input("tp", "ffn hidden (" + std::to_string(m.ffn_hidden) +
-                              ") not divisible by tp=" + std::to_string(l.tp));
+    return bad_input("tp", "ffn hidden (" + std::to_string(m.ffn_hidden) +
+                               ") not divisible by tp=" + std::to_string(l.tp));
   if (m.layers % l.pp != 0)
-    throw bad_input("pp",
-                    "layers (" + std::to_string(m.layers) + ") not divisible by pp=" + std::to_string(l.pp));
+    return bad_input("pp",
+                     "layers (" + std::to_string(m.layers) + ") not divisible by pp=" + std::to_string(l.pp));
   if ((m.layers / l.pp) % l.vpp != 0)
-    throw bad_input("vpp", "layers per stage (" + std::to_string(m.layers / l.pp) +
-                               ") not divisible by vpp=" + std::to_string(l.vpp));
-  if (l.vpp > 1 && l.pp == 1) throw bad_input("vpp", "interleaving needs pp > 1");
+    return bad_input("vpp", "layers per stage (" + std::to_string(m.layers / l.pp) +
+                                ") not divisible by vpp=" + std::to_string(l.vpp));
+  if (l.vpp > 1 && l.pp == 1) return bad_input("vpp", "interleaving needs pp > 1");
   if (p.training.seq % l.cp != 0)
-    throw bad_input("cp", "sequence (" + std::to_string(p.training.seq) +
-                              ") not divisible by cp=" + std::to_string(l.cp));
+    return bad_input("cp", "sequence (" + std::to_string(p.training.seq) +
+                               ") not divisible by cp=" + std::to_string(l.cp));
   if (l.sp() && (p.training.seq / l.cp) % l.tp != 0)
-    throw bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
-                              std::to_string(p.training.seq / l.cp) +
-                              ") divisible by tp=" + std::to_string(l.tp));
+    return bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
+                               std::to_string(p.training.seq / l.cp) +
+                               ") divisible by tp=" + std::to_string(l.tp));
+  return std::nullopt;
+}
+
+void validate(const problem& p, const layout& l) {
+  if (auto e = layout_error(p, l)) throw *e;
+}
+
+problem default_problem(model_spec m) {
+  problem p;
+  p.training.seq = m.seq;
+  p.model = std::move(m);
+  p.precision = load_recipe("bf16-adam");
+  return p;
 }
 
 }  // namespace headroom

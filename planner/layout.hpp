@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "errors.hpp"
 #include "model_spec.hpp"
 #include "recipe.hpp"
 #include "units.hpp"
@@ -54,10 +56,17 @@ struct problem {
   device_spec device;
 };
 
-// Throws bad_input naming the first field of the layout that does not fit the model or the GPU count:
-// heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp), tp * pp * cp not
-// dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence parallelism).
+// Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
+// to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
+// tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence
+// parallelism). The one statement of what a valid layout is; --suggest enumerates by it.
+std::optional<bad_input> layout_error(const problem& p, const layout& l);
+// Throws layout_error(p, l) when there is one.
 void validate(const problem& p, const layout& l);
+
+// Returns a problem for `m` with the seed's defaults: the bf16-adam recipe (16 bytes per parameter), the
+// model's own sequence length, micro-batch 1, 192 GiB GPUs with a 10 GiB reserve.
+problem default_problem(model_spec m);
 // Throws bad_input when the training or device settings are non-positive or absurd.
 void validate(const training_spec& t, const device_spec& d);
 

@@ -28,42 +28,51 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   m_params = count_params(p.model);
   const auto& m = p.model;
   const std::int64_t seq = p.training.seq;
-  std::vector<int> tps, cps;
-  for (int t = 1; t <= p.device.gpus_per_node; ++t) {
-    if (axes.tp && *axes.tp != t) continue;
-    if (m.heads % t || m.ffn_hidden % t || (m.kv_heads % t && t % m.kv_heads)) continue;
-    tps.push_back(t);
-  }
+  // Candidate axes; layout_error() decides which are valid, so the search and `plan` agree by construction.
+  std::optional<bad_input> first_error;
+  // Remembers the first error of a probe on an axis the user fixed: that is the one to report.
+  auto valid = [&](const layout& probe, bool fixed) {
+    auto e = layout_error(p, probe);
+    if (e && fixed && !first_error) first_error = e;
+    return !e;
+  };
   // Context parallelism is searched only where the sequence is long (>= 16k), in powers of two that leave
   // at least 4k tokens per rank.
-  for (int c = 1; c <= 64; c *= 2) {
-    if (axes.cp ? *axes.cp != c : (c > 1 && (seq < 16384 || seq / c < 4096))) continue;
-    if (seq % c == 0) cps.push_back(c);
-  }
-  if (axes.cp && cps.empty()) throw bad_input("cp", "does not divide the sequence or is not a power of two");
-  for (int t : tps)
+  std::vector<int> cps;
+  if (axes.cp)
+    cps.push_back(*axes.cp);
+  else
+    for (int c = 1; c <= 64; c *= 2)
+      if (c == 1 || (seq >= 16384 && seq / c >= 4096)) cps.push_back(c);
+  // A fixed axis is validated even outside the searched range, so its own error is the one reported.
+  for (int t = 1; t <= std::max(p.device.gpus_per_node, axes.tp.value_or(0)); ++t) {
+    if (axes.tp && *axes.tp != t) continue;
     for (int c : cps)
       for (bool sp : {true, false}) {
         if (t == 1 && !sp) continue;  // sp means nothing without tp
         if (axes.sequence_parallel && t > 1 && *axes.sequence_parallel != sp) continue;
-        if (sp && t > 1 && (seq / c) % t) continue;
-        ledger_shape shape{seq,
-                           p.training.micro_batch,
-                           t,
-                           sp && t > 1,
-                           c,
-                           p.training.attention,
-                           p.precision.activation_bytes};
-        auto sums = sum_ledger(layer_ledger(m, shape));
+        layout probe;
+        probe.gpus = t * c;
+        probe.tp = t;
+        probe.cp = c;
+        probe.sequence_parallel = sp;
+        if (!valid(probe, axes.tp || axes.cp || axes.sequence_parallel)) continue;
+        auto sums = sum_ledger(layer_ledger(m, shape_of(p, probe)));
         detail::checked_mul(sums.none, m.layers * 4, "activations");
-        m_variants.push_back({t, c, sp && t > 1, sums});
+        m_variants.push_back({t, c, probe.sp(), sums});
       }
-  for (int q = 1; q <= m.layers; ++q)
-    if (m.layers % q == 0 && (!axes.pp || *axes.pp == q) && (m.layers / q) % axes.vpp == 0 &&
-        (axes.vpp == 1 || q > 1))
-      m_pp.push_back(q);
-  if (m_variants.empty() || m_pp.empty())
+  }
+  for (int q = 1; q <= std::max<std::int64_t>(m.layers, axes.pp.value_or(0)); ++q) {
+    if (axes.pp && *axes.pp != q) continue;
+    layout probe;
+    probe.gpus = probe.pp = q;
+    probe.vpp = axes.vpp;
+    if ((axes.pp || m.layers % q == 0) && valid(probe, axes.pp.has_value())) m_pp.push_back(q);
+  }
+  if (m_variants.empty() || m_pp.empty()) {
+    if (first_error) throw *first_error;
     throw bad_input(m_variants.empty() ? "tp" : "pp", "no valid value for this model among the fixed axes");
+  }
 }
 
 template <class Visit>

@@ -85,7 +85,7 @@ class layout_search {
 };
 
 struct min_gpus_result {
-  state_bound bound;              // for N = 1: the state every N shares (offload leaves params + grads)
+  state_bound bound;      // for N = 1: the state every N shares (offload leaves params + grads)
   double seed_bound = 0;  // the seed's (e): Ψ-state / (usable - full-recompute activations at tp=1)
   std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the seed's 4.5 GiB
   double strict_bound = 0;                      // Ψ-state / usable: no activations at all

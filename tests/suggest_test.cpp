@@ -143,6 +143,16 @@ TEST(Suggest, RejectsImpossibleFixedAxes) {
   search_axes axes;
   axes.tp = 7;  // 96 heads
   EXPECT_THROW(layout_search(p, axes, {}), bad_input);
+  // A fixed axis that cannot work is reported by its own rule, as `plan` would report it.
+  search_axes pp5;
+  pp5.pp = 5;
+  try {
+    layout_search(p, pp5, {});
+    FAIL();
+  } catch (const bad_input& e) {
+    EXPECT_EQ(e.field(), "pp");
+    EXPECT_NE(std::string(e.what()).find("not divisible by pp=5"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -10,11 +10,7 @@ namespace headroom::test {
 
 // Returns the problem for a preset with the seed's defaults (bf16-adam, 192 GiB, 10 GiB reserve).
 inline problem preset_problem(const std::string& name) {
-  problem p;
-  p.model = load_preset(name, preset_dir());
-  p.precision = load_recipe("bf16-adam");
-  p.training.seq = p.model.seq;
-  return p;
+  return default_problem(load_preset(name, preset_dir()));
 }
 
 inline layout make_layout(int gpus, int zero, recompute_mode r, int tp = 1, int pp = 1) {

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "planner/model_files.hpp"
-#include "test_support.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/sim_device.hpp"
+#include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
