@@ -133,9 +133,11 @@ breakdown estimate(const problem& p, const layout& l) {
   // Overflow guard for the inner loop: the largest activation product must stay in int64.
   detail::checked_mul(r.basis.per_layer.none, p.model.layers * std::max(1, l.pp) * 2, "activations");
   const auto shape = shape_of(p, l);
-  const std::int64_t ws = total_bytes(
-      backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, r.basis.params, l)));
-  const std::int64_t out = total_bytes(output_phase_tensors(p.model, shape));
+  r.basis.working_set =
+      backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, r.basis.params, l));
+  r.basis.output_phase = output_phase_tensors(p.model, shape);
+  const std::int64_t ws = total_bytes(r.basis.working_set);
+  const std::int64_t out = total_bytes(r.basis.output_phase);
   for (int k = 0; k < l.pp; ++k) {
     r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, l, k));
     auto& s = r.stages.back();

@@ -43,6 +43,8 @@ struct plan_basis {
   param_counts params;
   std::vector<ledger_entry> ledger;  // one layer, one micro-batch, this rank
   activation_sums per_layer;         // sums of `ledger`
+  std::vector<ledger_entry> working_set;   // one layer's backward working set (backward_working_set)
+  std::vector<ledger_entry> output_phase;  // the last stage's output-layer tensors
   std::int64_t microbatches = 1;     // per step: ceil(global batch / (micro-batch x dp))
 };
 

@@ -71,11 +71,10 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
     throw bad_input("stage",
                     "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
   const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
-  const auto shape = shape_of(p, l);
+  // The same tensor lists the planner summed: the trace only orders them in time.
   const auto& ledger = b.basis.ledger;
-  const auto working =
-      backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, b.basis.params, l));
-  const auto output = output_phase_tensors(p.model, shape);
+  const auto& working = b.basis.working_set;
+  const auto& output = b.basis.output_phase;
 
   step_trace t;
   t.model = p.model.name;
