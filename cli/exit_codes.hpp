@@ -4,10 +4,12 @@
 namespace headroom::cli {
 
 inline constexpr int exit_fits = 0;       // the layout fits (plan), a layout fits (--suggest, --min-gpus)
-inline constexpr int exit_internal = 1;   // a bug: anything that is not the user's input
+inline constexpr int exit_internal = 1;   // a bug: anything that is not the user's input or the device
 inline constexpr int exit_bad_input = 2;  // the input was rejected; one line on stderr says why
 inline constexpr int exit_does_not_fit =
     3;                                    // the layout does not fit / nothing fits / no N found / probe OOM
 inline constexpr int exit_no_device = 4;  // a GPU backend was asked for and there is no usable device
+inline constexpr int exit_device_failed =
+    5;  // the device failed: a CUDA call, a block that failed verification, memory not given back
 
 }  // namespace headroom::cli

@@ -8,6 +8,7 @@
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
 #include "probe_command.hpp"
+#include "probes/device.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -46,6 +47,9 @@ int main(int argc, char** argv) {
   } catch (const bad_input& e) {
     std::cerr << "headroom: bad input: " << e.what() << "\n";
     return exit_bad_input;
+  } catch (const probes::device_error& e) {
+    std::cerr << "headroom: device error: " << e.what() << "\n";
+    return exit_device_failed;
   } catch (const std::exception& e) {
     std::cerr << "headroom: internal error: " << e.what() << "\n";
     return exit_internal;

@@ -1,4 +1,6 @@
-// probe_command.cpp: `headroom trace` and `headroom probe --backend sim` (see probe_command.hpp).
+// probe_command.cpp: `headroom trace` and `headroom probe` on the sim or the CUDA backend, with --max-fit
+// and --overheads (see probe_command.hpp). Parsing and printing only: cases, searches and the overhead
+// arithmetic live in probes/.
 #include "probe_command.hpp"
 
 #include <cmath>
@@ -11,7 +13,10 @@
 #include "planner/format.hpp"
 #include "planner/model_files.hpp"
 #include "probes/caching_allocator.hpp"
+#include "probes/gpu_backend.hpp"
+#include "probes/max_fit.hpp"
 #include "probes/measurement.hpp"
+#include "probes/probe_case.hpp"
 #include "probes/results_file.hpp"
 #include "probes/sim_device.hpp"
 #include "probes/timeline_svg.hpp"
@@ -19,12 +24,14 @@
 #include "report.hpp"
 #include "version.hpp"
 
-
 namespace headroom::cli {
 
 using namespace headroom::probes;
 
 namespace {
+
+// fill + verify throughput is measured over buffers of this size before a CUDA case.
+constexpr std::int64_t throughput_bytes = std::int64_t{1} << 30;
 
 void add_output_options(CLI::App* c, probe_options& o) {
   c->add_option("--stage", o.stage, "Pipeline stage to trace (default: the planner's worst rank)");
@@ -54,6 +61,217 @@ std::string row(const std::string& what, const std::string& predicted, const std
   return std::string(buf) + (note.empty() ? "" : "   " + note) + "\n";
 }
 
+std::string g2(std::int64_t v) {
+  return gib_str(v, 2);
+}
+
+bool gpu_mem_given(const probe_options& o) {
+  return o.problem.app && o.problem.app->count("--gpu-mem") > 0;
+}
+
+// Everything about the options that can be refused before a device is touched.
+caching_options check_options(const probe_options& o) {
+  if (!(o.granularity_mib > 0) || o.granularity_mib > 1024 || std::fmod(o.granularity_mib * 1024, 1.0) != 0)
+    throw bad_input("granularity-mib", "must be a positive whole number of KiB up to 1024 MiB");
+  caching_options copt;
+  copt.expandable_segments = o.expandable_segments;
+  if (o.max_split_size_mb) {
+    if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
+      throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
+    copt.max_split_size = static_cast<std::int64_t>(*o.max_split_size_mb * (1 << 20));
+  }
+  if (o.allocator != "caching" && (o.max_split_size_mb || o.expandable_segments))
+    throw bad_input("allocator",
+                    "--max-split-size-mb and --expandable-segments apply to the caching allocator");
+  if (o.allocator == "driver-pool" && o.backend != "cuda")
+    throw bad_input("allocator", "driver-pool is CUDA's own allocator: it needs --backend cuda");
+  if (o.overheads && (!o.max_fit.empty() || !o.trace_file.empty() || !o.timeline_out.empty()))
+    throw bad_input("overheads",
+                    "--overheads measures the GPU stack alone: no --max-fit, --trace or --timeline");
+  if (!o.max_fit.empty() && (!o.trace_file.empty() || !o.timeline_out.empty()))
+    throw bad_input("max-fit", "--max-fit builds a trace per value: no --trace or --timeline");
+  if (!(o.bucket_mb > 0) || o.bucket_mb > 65536)
+    throw bad_input("bucket-mb", "must be a positive number of MiB up to 65536");
+  if (o.backend == "cuda" && o.granularity_mib != 2)
+    throw bad_input("granularity-mib", "is the sim device's page size; a GPU reports its own");
+  return copt;
+}
+
+// The device a case runs on, with its allocator and checker factories.
+struct probe_target {
+  std::unique_ptr<gpu_backend> gpu;
+  std::unique_ptr<sim_device> sim;
+  allocator_factory make_allocator;
+  std::function<std::unique_ptr<block_checker>()> make_checker;
+
+  device& dev() { return gpu ? gpu->dev() : static_cast<device&>(*sim); }
+  std::string backend() const { return gpu ? "cuda" : "sim"; }
+};
+
+// Returns the target, or nullopt after printing why there is no GPU (the caller exits 4). For the CUDA
+// backend the planner's capacity becomes the cap, or the card's total.
+std::optional<probe_target> open_target(const probe_options& o, const caching_options& copt, problem& p) {
+  probe_target t;
+  if (o.backend == "cuda") {
+    if (auto why = cuda_unavailable_reason()) {
+      std::cerr << "headroom: no CUDA device (" << *why << ")\n";
+      return std::nullopt;
+    }
+    t.gpu = open_gpu_backend(gpu_mem_given(o) ? std::optional(p.device.capacity) : std::nullopt);
+    const auto truth = t.gpu->truth();
+    p.device.capacity = truth.cap.value_or(truth.card_total);
+    gpu_backend* g = t.gpu.get();
+    const std::string name = o.allocator;
+    t.make_allocator = [g, name, copt](device&) { return g->make_allocator(name, copt); };
+    t.make_checker = [g] { return g->make_checker(); };
+  } else {
+    t.sim = std::make_unique<sim_device>(
+        p.device.capacity, static_cast<std::int64_t>(std::llround(o.granularity_mib * (1 << 20))));
+    const std::string name = o.allocator;
+    t.make_allocator = [name, copt](device& d) -> std::unique_ptr<allocator> {
+      if (name == "raw") return make_raw_allocator(d);
+      return std::make_unique<caching_allocator>(d, copt);
+    };
+  }
+  return t;
+}
+
+environment environment_of(const probe_options& o, const probe_target* t) {
+  environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, std::nullopt};
+  if (t && t->gpu) env.gpu = t->gpu->environment();
+  return env;
+}
+
+nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l) {
+  nlohmann::json inputs = inputs_json(p);
+  inputs["layout"] = axes_string(l) + ", " + zero_name(l) + ", recompute " + to_string(l.recompute);
+  inputs["trace_file"] = o.trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.trace_file);
+  return inputs;
+}
+
+// The GEMM of the overhead probe: the model's QKV projection for one micro-batch on one tp rank.
+overhead_shapes shapes_of(const problem& p, const layout& l, double bucket_mb) {
+  const auto& m = p.model;
+  overhead_shapes s;
+  s.m = p.training.seq * p.training.micro_batch;
+  s.k = m.hidden;
+  s.n = (m.heads + 2 * m.kv_heads) * m.head_dim / l.tp;
+  s.bucket_bytes = static_cast<std::int64_t>(std::llround(bucket_mb * (1 << 20))) / 2 * 2;
+  s.gemm_origin = "QKV projection of " + m.name + ": seq " + std::to_string(p.training.seq) +
+                  " x micro-batch " + std::to_string(p.training.micro_batch) + ", hidden " +
+                  std::to_string(m.hidden) + ", tp " + std::to_string(l.tp);
+  const std::int64_t operands = 2 * (s.m * s.k + s.k * s.n + s.m * s.n);
+  if (s.m > (1 << 30) || s.n > (1 << 30) || s.k > (1 << 30) || operands > (std::int64_t{64} << 30))
+    throw bad_input("overheads", "the model's GEMM (" + std::to_string(s.m) + " x " + std::to_string(s.n) +
+                                     " x " + std::to_string(s.k) + ") is too large to run as a probe");
+  return s;
+}
+
+int run_overheads(const probe_options& o, const problem& p, const layout& l) {
+  const overhead_shapes shapes = shapes_of(p, l, o.bucket_mb);
+  if (auto why = cuda_unavailable_reason()) {
+    std::cerr << "headroom: no CUDA device (" << *why << ")\n";
+    return exit_no_device;
+  }
+  const overheads r = probe_overheads(shapes);
+  environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, read_gpu_environment()};
+  if (!o.json_out.empty()) {
+    nlohmann::json inputs = inputs_json(p);
+    inputs["layout"] = axes_string(l);
+    emit(o.json_out, overheads_to_json(r, inputs, env).dump(2) + "\n", o.force);
+    if (o.json_out == "-") return exit_fits;
+  }
+  std::ostringstream out;
+  out << "headroom probe --overheads: " << env.gpu->gpu << ", driver " << env.gpu->driver << ", CUDA runtime "
+      << env.gpu->cuda_runtime << ", NCCL " << env.gpu->nccl.value_or("not loaded") << "\n";
+  out << "measured: layered deltas of device-used memory (NVML before the context, cudaMemGetInfo after)\n\n";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "  %-24s %12s %14s\n", "layer", "MiB", "device used");
+  out << buf;
+  for (const auto& x : r.layers) {
+    std::snprintf(buf, sizeof buf, "  %-24s %12s %14s   ", x.name.c_str(),
+                  x.bytes ? fixed(static_cast<double>(*x.bytes) / (1 << 20), 1).c_str() : "-",
+                  (gib_str(x.used_after, 2) + " GiB").c_str());
+    out << buf << x.note << "\n";
+  }
+  out << "\nfixed overhead (context + cuBLAS + NCCL, measured layers): "
+      << fixed(static_cast<double>(r.fixed_bytes()) / (1 << 20), 1) << " MiB of the planner's "
+      << gib_str(p.device.reserve, 1) << " GiB reserve\n";
+  if (!o.json_out.empty()) out << "overheads record written to " << o.json_out << "\n";
+  std::cout << out.str();
+  return exit_fits;
+}
+
+void write_search(std::ostream& out, const char* what, const fit_search& s, const char* note) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "  %-28s %10s   ", what,
+                s.largest ? (std::to_string(*s.largest) + (s.reached_limit ? "+" : "")).c_str() : "none");
+  out << buf << note << " (" << s.trials.size() << " trials)\n";
+}
+
+nlohmann::json search_json(const fit_search& s) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : s.trials)
+    trials.push_back({{"value", t.value}, {"fits", t.fits}, {"detail", t.detail}});
+  return {{"largest", s.largest ? nlohmann::json(*s.largest) : nlohmann::json(nullptr)},
+          {"reached_limit", s.reached_limit},
+          {"trials", trials}};
+}
+
+int run_max_fit(const probe_options& o, problem p, const layout& l, const caching_options& copt) {
+  const fit_axis axis = fit_axis_from(o.max_fit);
+  auto target = open_target(o, copt, p);
+  if (!target) return exit_no_device;
+  max_fit_options mo;
+  mo.axis = axis;
+  mo.limit = o.max_fit_limit.value_or(0);
+  mo.stage = o.stage;
+  mo.make_allocator = target->make_allocator;
+  mo.make_checker = target->make_checker;
+  mo.cleanup_slack = target->gpu ? target->gpu->cleanup_slack() : 0;
+  const max_fit_result r = max_fit(p, l, target->dev(), mo);
+  const environment env = environment_of(o, &*target);
+  if (!o.json_out.empty()) {
+    nlohmann::json j;
+    j["schema"] = "headroom.max_fit/1";
+    j["environment"] = environment_json(env);
+    j["inputs"] = case_inputs(o, p, l);
+    j["backend"] = target->backend();
+    j["measured"] = target->gpu != nullptr;
+    j["device"] = target->dev().describe();
+    j["allocator"] = target->make_allocator(target->dev())->describe();
+    j["axis"] = to_string(axis);
+    j["step"] = r.step;
+    j["limit"] = r.limit;
+    j["current"] = r.current;
+    j["replayed"] = search_json(r.replayed);
+    j["predicted_verdict"] = search_json(r.predicted_verdict);
+    j["predicted_step_peak"] = search_json(r.predicted_peak);
+    emit(o.json_out, j.dump(2) + "\n", o.force);
+    if (o.json_out == "-") return r.replayed.largest ? exit_fits : exit_does_not_fit;
+  }
+  std::ostringstream out;
+  out << "headroom probe --max-fit " << to_string(axis) << ": " << p.model.name << ", " << zero_name(l)
+      << ", recompute " << to_string(l.recompute) << ", " << axes_string(l) << "\n";
+  out << "backend " << target->dev().describe() << "; allocator "
+      << target->make_allocator(target->dev())->describe() << "\n";
+  out << "largest " << to_string(axis) << " that fits in " << gib_str(p.device.capacity, 1)
+      << " GiB (multiples of " << r.step << ", searched up to " << r.limit << "; now " << r.current << "):\n";
+  write_search(out, target->gpu ? "replayed on the GPU" : "replayed on the sim device", r.replayed,
+               target->gpu ? "measured: every trial a full replay with fill and verify"
+                           : "emulated: allocator rules over the simulated device");
+  write_search(out, "planner, step peak", r.predicted_peak, "predicted: step peak <= capacity, no reserve");
+  write_search(out, "planner, verdict", r.predicted_verdict,
+               "predicted: state + activations + reserve <= capacity");
+  out << "trials on the device:\n";
+  for (const auto& t : r.replayed.trials)
+    out << "  " << to_string(axis) << " " << t.value << ": " << (t.fits ? "fits, " : "does not fit, ")
+        << t.detail << "\n";
+  if (!o.json_out.empty()) out << "max-fit record written to " << o.json_out << "\n";
+  std::cout << out.str();
+  return r.replayed.largest ? exit_fits : exit_does_not_fit;
+}
+
 }  // namespace
 
 CLI::App* add_trace_command(CLI::App& app, probe_options& o) {
@@ -69,20 +287,29 @@ CLI::App* add_probe_command(CLI::App& app, probe_options& o) {
                                "Replay one step through an allocator on a device; compare with the planner");
   add_problem_options(c, o.problem);
   add_output_options(c, o);
-  c->add_option("--backend", o.backend, "Device: sim (any CPU) or cuda")
+  c->add_option("--backend", o.backend, "Device: sim (any CPU) or cuda (GPU 0)")
       ->check(CLI::IsMember({"sim", "cuda"}))
       ->capture_default_str();
   c->add_option("--allocator", o.allocator,
-                "Policy: raw (one allocation per tensor) or caching (PyTorch's rules)")
-      ->check(CLI::IsMember({"raw", "caching"}))
+                "Policy: raw (one allocation per tensor), caching (PyTorch's rules), driver-pool "
+                "(cudaMallocAsync; cuda only)")
+      ->check(CLI::IsMember({"raw", "caching", "driver-pool"}))
       ->capture_default_str();
   c->add_option("--max-split-size-mb", o.max_split_size_mb, "Caching: PyTorch's max_split_size_mb");
   c->add_flag("--expandable-segments", o.expandable_segments, "Caching: PyTorch's expandable_segments:True");
-  c->add_option("--granularity-mib", o.granularity_mib, "Device page size, MiB")->capture_default_str();
+  c->add_option("--granularity-mib", o.granularity_mib, "Sim device page size, MiB")->capture_default_str();
   c->add_option("--trace", o.trace_file,
                 "Replay this trace file (from headroom trace --json) instead of building one");
-  c->add_option("--json", o.json_out, "Write the measurement record to FILE ('-' for stdout)");
+  c->add_option("--json", o.json_out, "Write the record to FILE ('-' for stdout)");
   c->add_option("--timeline", o.timeline_out, "Draw bytes over the step's events as SVG to FILE");
+  c->add_option("--max-fit", o.max_fit,
+                "Find the largest micro-batch, seq or layers that fits on the device (bisection of replays)")
+      ->check(CLI::IsMember({"micro-batch", "seq", "layers"}));
+  c->add_option("--max-fit-limit", o.max_fit_limit, "Largest value --max-fit tries (default per axis)");
+  c->add_flag("--overheads", o.overheads,
+              "Measure the GPU stack's fixed costs: context, cuBLAS, NCCL (layered device-used deltas)");
+  c->add_option("--bucket-mb", o.bucket_mb, "--overheads: gradient bucket all-reduced, MiB")
+      ->capture_default_str();
   return c;
 }
 
@@ -110,88 +337,116 @@ int run_trace(const probe_options& o) {
 }
 
 int run_probe(const probe_options& o) {
-  const problem p = problem_from(o.problem);
-  if (o.backend == "cuda") {
-    std::cerr << "headroom: no CUDA backend in this build yet (the GPU probes come in the next issue); "
-                 "use --backend sim\n";
-    return exit_no_device;
-  }
-  if (!(o.granularity_mib > 0) || o.granularity_mib > 1024 || std::fmod(o.granularity_mib * 1024, 1.0) != 0)
-    throw bad_input("granularity-mib", "must be a positive whole number of KiB up to 1024 MiB");
-  caching_options copt;
-  copt.expandable_segments = o.expandable_segments;
-  if (o.max_split_size_mb) {
-    if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
-      throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
-    copt.max_split_size = static_cast<std::int64_t>(*o.max_split_size_mb * (1 << 20));
-  }
-  if (o.allocator == "raw" && (o.max_split_size_mb || o.expandable_segments))
-    throw bad_input("allocator",
-                    "--max-split-size-mb and --expandable-segments apply to the caching allocator");
+  problem p = problem_from(o.problem);
+  const caching_options copt = check_options(o);
+  const layout l = layout_from(o.problem);
+  validate(p, l);
+  if (o.overheads) return run_overheads(o, p, l);
+  if (!o.max_fit.empty()) return run_max_fit(o, p, l, copt);
 
-  const breakdown b = estimate(p, layout_from(o.problem));
+  // The trace first (a bad trace file is bad input, whatever the device), then the device.
   step_trace t;
-  int stage = 0;
+  std::optional<int> trace_stage;
   if (!o.trace_file.empty()) {
     t = trace_from_json(read_json_file(o.trace_file), o.trace_file);
-    stage = t.stage;
-    if (stage >= b.where.pp) throw bad_input("trace", "its stage " + std::to_string(stage) + " is beyond pp");
-  } else {
-    stage = stage_of(o, b);
-    t = build_trace(p, b.where, stage);
+    trace_stage = t.stage;
+    if (t.stage >= l.pp) throw bad_input("trace", "its stage " + std::to_string(t.stage) + " is beyond pp");
   }
+  auto target = open_target(o, copt, p);
+  if (!target) return exit_no_device;
+  const breakdown b = estimate(p, l);
+  const int stage = trace_stage ? *trace_stage : stage_of(o, b);
+  if (!trace_stage) t = build_trace(p, b.where, stage);
   const stage_breakdown& predicted = b.stages[static_cast<std::size_t>(stage)];
   if (predicted.persistent > p.device.capacity)
     throw bad_input("gpu-mem", "capacity " + gib_str(p.device.capacity) +
                                    " GiB is smaller than the persistent state (" +
                                    gib_str(predicted.persistent) + " GiB) of stage " + std::to_string(stage));
 
-  sim_device dev(p.device.capacity, static_cast<std::int64_t>(std::llround(o.granularity_mib * (1 << 20))));
-  std::unique_ptr<allocator> alloc;
-  if (o.allocator == "raw")
-    alloc = make_raw_allocator(dev);
-  else
-    alloc = std::make_unique<caching_allocator>(dev, copt);
-  replay_result r = replay(t, *alloc, !o.timeline_out.empty());
-  r.device_peak = dev.peak_used();
-  const measurement m = measure(t, predicted, r, "sim", dev.describe(), alloc->describe());
+  std::optional<touch_throughput> throughput;
+  if (target->gpu) throughput = target->gpu->measure_throughput(throughput_bytes);
+  std::unique_ptr<block_checker> checker = target->make_checker ? target->make_checker() : nullptr;
+  case_options co;
+  co.record_timeline = !o.timeline_out.empty();
+  co.checker = checker.get();
+  co.sample_device = target->gpu != nullptr;
+  co.cleanup_slack = target->gpu ? target->gpu->cleanup_slack() : 0;
+  const std::int64_t sim_peak_before = target->sim ? target->sim->peak_used() : 0;
+  case_result c = run_case(t, target->dev(), target->make_allocator, co);
+  if (target->sim) c.replayed.device_peak = target->sim->peak_used() - sim_peak_before;
+  measurement m = measure(t, predicted, c.replayed, target->backend(), target->dev().describe(), c.allocator);
+  if (target->gpu) {
+    m.truth = target->gpu->truth();
+    m.throughput = throughput;
+    m.cleanup = c.cleanup;
+    m.pool = c.pool;
+  }
+  const environment env = environment_of(o, &*target);
+  const bool verify_failed = c.replayed.verified && !c.replayed.verified->ok();
 
   // Files first, so a failed write is reported before the table claims success.
   if (!o.json_out.empty()) {
-    const environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line};
-    nlohmann::json inputs = inputs_json(p);
-    inputs["layout"] =
-        axes_string(b.where) + ", " + zero_name(b.where) + ", recompute " + to_string(b.where.recompute);
-    inputs["trace_file"] = o.trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.trace_file);
-    emit(o.json_out, measurement_to_json(m, inputs, env).dump(2) + "\n", o.force);
-    if (o.json_out == "-") return m.oom_at ? exit_does_not_fit : exit_fits;
+    emit(o.json_out, measurement_to_json(m, case_inputs(o, p, l), env).dump(2) + "\n", o.force);
+    if (o.json_out == "-")
+      return verify_failed ? exit_device_failed : m.oom_at ? exit_does_not_fit : exit_fits;
   }
   if (!o.timeline_out.empty())
     write_new_file(o.timeline_out,
-                   timeline_svg(t, r, p.device.capacity,
+                   timeline_svg(t, c.replayed, p.device.capacity,
                                 t.model + ": " + t.layout_text + ", stage " + std::to_string(stage) + "; " +
-                                    alloc->describe() + " on " + dev.describe()),
+                                    c.allocator + " on " + target->dev().describe()),
                    o.force);
 
+  const replay_result& r = c.replayed;
+  const char* kind = target->gpu ? "measured" : "emulated";
   std::ostringstream out;
   out << "headroom probe: " << t.model << ", " << t.layout_text << ", stage " << stage << " of " << t.stages
       << "\n";
-  out << "backend " << dev.describe() << "; CUDA context and NCCL are not modelled (0 GiB)\n";
-  out << "allocator " << alloc->describe() << "\n";
+  out << "backend " << target->dev().describe()
+      << (target->gpu ? "" : "; CUDA context and NCCL are not modelled (0 GiB)") << "\n";
+  out << "allocator " << c.allocator << "\n";
   out << "trace " << t.events.size() << " events, " << t.microbatches_traced << " of "
       << t.microbatches_per_step << " micro-batches (enough for the 1F1B steady state)\n\n";
-  out << row("", "predicted", "replayed") << row("", "(planner)", "(sim)");
-  const auto g = [](std::int64_t v) { return gib_str(v, 2); };
-  out << row("peak requested, GiB", g(predicted.step_peak), g(r.requested.bytes),
+  out << row("", "predicted", "replayed") << row("", "(planner)", target->gpu ? "(GPU)" : "(sim)");
+  out << row("peak requested, GiB", g2(predicted.step_peak), g2(r.requested.bytes),
              "planner: state + activations + max(working set, output)");
-  out << row("peak allocated, GiB", "-", g(r.allocated.bytes), "after 512 B / granularity rounding");
-  out << row("peak reserved, GiB", "-", g(r.reserved.bytes));
+  out << row("peak allocated, GiB", "-", g2(r.allocated.bytes), "after 512 B / granularity rounding");
+  out << row("peak reserved, GiB", "-", g2(r.reserved.bytes), kind);
   out << row("fragmentation", "-", fixed(100.0 * r.fragmentation(), 2) + "%",
              "1 - peak allocated / peak reserved");
-  out << row("model terms, GiB", g(predicted.persistent + predicted.transient + predicted.activations), "",
+  out << row("model terms, GiB", g2(predicted.persistent + predicted.transient + predicted.activations), "",
              "state + transient + activations");
-  out << row("reserve, GiB", g(predicted.reserve), g(m.implied_reserve()),
+  out << row("reserve, GiB", g2(predicted.reserve), g2(m.implied_reserve()),
              "replayed: peak reserved - model terms (context, NCCL not included)");
+  if (m.truth) {
+    const auto& d = *m.truth;
+    out << "\ndevice used (driver): "
+        << (d.before_context ? g2(*d.before_context) + " GiB before the context (NVML), " : "")
+        << g2(d.after_context) << " GiB after it";
+    if (r.device_used_at_peak)
+      out << "; at the reserved peak " << g2(*r.device_used_at_peak) << " GiB = reserved "
+          << g2(r.reserved.bytes) << " + " << g2(*r.device_used_at_peak - r.reserved.bytes)
+          << " outside the allocator";
+    out << "\n";
+  }
+  if (r.verified) {
+    const auto& v = *r.verified;
+    out << "fill + verify: " << v.blocks_verified << " blocks, " << g2(v.bytes_verified) << " GiB checked, "
+        << v.mismatched_words << " mismatched words";
+    if (m.first_mismatch_tensor) out << " (first in " << *m.first_mismatch_tensor << ")";
+    out << "\n";
+  }
+  if (m.throughput)
+    out << "fill + verify throughput " << fixed(m.throughput->fill_verify_gbs, 0)
+        << " GB/s against a device copy's " << fixed(m.throughput->copy_gbs, 0) << " GB/s ("
+        << fixed(100 * m.throughput->ratio(), 0) << "%)\n";
+  if (m.pool)
+    out << "driver pool high-water: reserved " << g2(m.pool->reserved_high) << " GiB, used "
+        << g2(m.pool->used_high) << " GiB\n";
+  if (m.cleanup)
+    out << "device back at its starting free memory ("
+        << fixed(static_cast<double>(m.cleanup->missing()) / (1 << 20), 1) << " MiB short, "
+        << fixed(static_cast<double>(m.cleanup->slack) / (1 << 20), 0) << " MiB allowed)\n";
   if (r.events_replayed > 0)
     out << "\npeak reserved at event " << m.peak_reserved_at.index << " (" << m.peak_reserved_at.phase << ", "
         << m.peak_reserved_at.tensor << ", " << gib_str(m.peak_reserved_at.bytes, 3) << " GiB)\n"
@@ -201,12 +456,17 @@ int run_probe(const probe_options& o) {
   if (m.oom_at) {
     out << "out of memory at event " << m.oom_at->index << " (" << m.oom_at->phase
         << "): " << m.oom_at->tensor << ", " << gib_str(m.oom_at->bytes, 3) << " GiB, with "
-        << gib_str(alloc->stats().reserved, 2) << " of " << gib_str(p.device.capacity, 1)
-        << " GiB reserved\n";
+        << g2(r.reserved_at_end) << " of " << gib_str(p.device.capacity, 1) << " GiB reserved\n";
   }
   if (!o.json_out.empty()) out << "measurement record written to " << o.json_out << "\n";
   if (!o.timeline_out.empty()) out << "timeline written to " << o.timeline_out << "\n";
   std::cout << out.str();
+  if (verify_failed) {
+    std::cerr << "headroom: device error: " << r.verified->mismatched_words
+              << " words did not hold their pattern, first in tensor '"
+              << m.first_mismatch_tensor.value_or("?") << "'\n";
+    return exit_device_failed;
+  }
   return m.oom_at ? exit_does_not_fit : exit_fits;
 }
 

@@ -1,5 +1,6 @@
 // probe_command.hpp: `headroom trace` (write the step trace of one rank) and `headroom probe` (replay it
-// through an allocator policy over a device and compare with the planner).
+// through an allocator policy over a device and compare with the planner; --max-fit searches the largest
+// value that fits on the device; --overheads measures the fixed costs of a GPU stack).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,13 +21,18 @@ struct probe_options {
   std::string trace_file;  // replay this trace instead of building one
   std::string json_out, timeline_out;
   bool force = false;
+  bool overheads = false;  // --overheads: the layered fixed-overhead probe (CUDA)
+  double bucket_mb = 25;   // --overheads: the all-reduce's gradient bucket (PyTorch DDP's default)
+  std::string max_fit;     // --max-fit micro-batch|seq|layers
+  std::optional<std::int64_t> max_fit_limit;
   std::string command_line;
 };
 
 CLI::App* add_trace_command(CLI::App& app, probe_options& o);
 CLI::App* add_probe_command(CLI::App& app, probe_options& o);
 
-// Each returns the exit status (exit_codes.hpp); bad input throws bad_input.
+// Each returns the exit status (exit_codes.hpp); bad input throws bad_input, a failing device
+// device_error.
 int run_trace(const probe_options& o);
 int run_probe(const probe_options& o);
 

@@ -1,6 +1,5 @@
 // report.cpp: table, JSON and CSV writers for plans, suggestions and minimum-GPU searches.
 #include "report.hpp"
-#include "version.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +7,7 @@
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
 #include "planner/units.hpp"
-
+#include "version.hpp"
 
 namespace headroom::cli {
 

@@ -1,6 +1,7 @@
 // caching_allocator.cpp: PyTorch's caching allocator policy over a device (see caching_allocator.hpp).
 // Expandable segments are simplified in one respect: releasing memory unmaps only the free pages at the
-// end of a range, where PyTorch also unmaps free pages in the middle.
+// end of a range, where PyTorch also unmaps free pages in the middle. Each range is as large as the
+// device's capacity (PyTorch reserves the card's total memory per range).
 #include "caching_allocator.hpp"
 
 #include <algorithm>
@@ -24,12 +25,46 @@ std::int64_t caching_allocator::allocation_size(std::int64_t rounded) {
 caching_allocator::caching_allocator(device& dev, caching_options options) : m_dev(dev), m_options(options) {
   if (m_options.max_split_size && *m_options.max_split_size < large_buffer)
     throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
-  // Expandable ranges live far above the device's own addresses; only their order matters.
-  m_exp_small = {0x100000000000ULL, 0, small_buffer, -1};
-  m_exp_large = {0x400000000000ULL, 0, large_buffer, -1};
+  m_exp_small.page = small_buffer;
+  m_exp_large.page = large_buffer;
 }
 
-caching_allocator::~caching_allocator() = default;
+// Everything goes back to the device, live blocks too (an exception unwound past the replay); a failure
+// to unmap cannot be reported from a destructor.
+caching_allocator::~caching_allocator() {
+  try {
+    release_everything();
+  } catch (...) {
+  }
+}
+
+void caching_allocator::release_everything() {
+  for (std::size_t i = 0; i < m_blocks.size(); ++i) {
+    block& head = m_blocks[i];
+    if (!head.live || head.prev >= 0 || m_options.expandable_segments) continue;
+    std::int64_t size = 0;
+    for (auto id = static_cast<std::int32_t>(i); id >= 0; id = m_blocks[static_cast<std::size_t>(id)].next)
+      size += m_blocks[static_cast<std::size_t>(id)].size;
+    m_dev.unmap(head.address, size);
+    m_stats.reserved -= size;
+  }
+  for (expandable* e : {&m_exp_small, &m_exp_large}) {
+    if (!e->base) continue;
+    if (e->mapped > 0) m_dev.unmap_at(*e->base, 0, e->mapped, e->page);
+    m_stats.reserved -= e->mapped;
+    m_dev.release_range(*e->base, e->range);
+    *e = expandable{std::nullopt, 0, 0, e->page, -1};
+  }
+  m_blocks.clear();
+  m_free_slots.clear();
+  m_small.clear();
+  m_large.clear();
+  m_stats = {};
+}
+
+std::uint64_t caching_allocator::address_of(std::int64_t handle) const {
+  return m_blocks[static_cast<std::size_t>(handle)].address;
+}
 
 std::string caching_allocator::describe() const {
   std::string s = "caching (PyTorch rules";
@@ -102,7 +137,15 @@ std::optional<std::int32_t> caching_allocator::grow_expandable(bool small, std::
   const bool tail_free = e.tail >= 0 && !m_blocks[static_cast<std::size_t>(e.tail)].allocated;
   if (tail_free) have = m_blocks[static_cast<std::size_t>(e.tail)].size;
   const std::int64_t bytes = round_up(size - have, e.page);
-  if (!m_dev.map(bytes)) return std::nullopt;
+  if (!e.base) {
+    e.range = round_up(m_dev.capacity(), e.page);
+    e.base = m_dev.reserve_range(e.range);
+    if (!e.base)
+      throw device_error("cannot reserve " + gib_str(e.range) +
+                         " GiB of address space for expandable segments");
+  }
+  if (bytes > e.range - e.mapped) return std::nullopt;
+  if (!m_dev.map_at(*e.base, e.mapped, bytes, e.page)) return std::nullopt;
   m_stats.reserved += bytes;
   if (e.mapped == 0) ++m_stats.segments;
   std::int32_t id;
@@ -112,7 +155,7 @@ std::optional<std::int32_t> caching_allocator::grow_expandable(bool small, std::
     m_blocks[static_cast<std::size_t>(id)].size += bytes;
   } else {
     block b;
-    b.address = e.base + static_cast<std::uint64_t>(e.mapped);
+    b.address = *e.base + static_cast<std::uint64_t>(e.mapped);
     b.size = bytes;
     b.small = small;
     b.prev = e.tail;
@@ -133,17 +176,15 @@ void caching_allocator::release_segment(std::int32_t id) {
 }
 
 bool caching_allocator::trim_expandable(expandable& e) {
-  if (e.tail < 0) return false;
+  if (e.tail < 0 || !e.base) return false;
   block& t = m_blocks[static_cast<std::size_t>(e.tail)];
   if (t.allocated) return false;
   // Unmap the whole pages inside the free tail block.
-  const std::uint64_t end = e.base + static_cast<std::uint64_t>(e.mapped);
-  const std::uint64_t from =
-      e.base + static_cast<std::uint64_t>(round_up(static_cast<std::int64_t>(t.address - e.base), e.page));
-  if (from >= end) return false;
-  const auto bytes = static_cast<std::int64_t>(end - from);
+  const std::int64_t from = round_up(static_cast<std::int64_t>(t.address - *e.base), e.page);
+  if (from >= e.mapped) return false;
+  const std::int64_t bytes = e.mapped - from;
   erase_free(e.tail);
-  m_dev.unmap(from, bytes);
+  m_dev.unmap_at(*e.base, from, bytes, e.page);
   m_stats.reserved -= bytes;
   e.mapped -= bytes;
   t.size -= bytes;

@@ -4,7 +4,8 @@
 // (size, address); splits only when more than 1 MiB (large) or 512 B (small) would remain; merging only
 // inside a segment; on a refused device allocation, free cached oversize blocks (max_split_size only), then
 // every unsplit cached segment, and retry before out-of-memory. Options: max_split_size,
-// expandable_segments. One stream.
+// expandable_segments (one virtual range per pool reserved from the device, pages mapped and unmapped at
+// real addresses inside it). One stream.
 #pragma once
 
 #include <optional>
@@ -35,11 +36,13 @@ class caching_allocator final : public allocator {
 
   std::optional<std::int64_t> allocate(std::int64_t bytes) override;
   void release(std::int64_t handle) override;
+  std::uint64_t address_of(std::int64_t handle) const override;
   const allocator_stats& stats() const override { return m_stats; }
   std::string describe() const override;
 
-  // Returns every cached segment that holds no live block to the device (torch.cuda.empty_cache()).
-  void empty_cache();
+  // Returns every cached segment that holds no live block to the device (torch.cuda.empty_cache()), and
+  // with expandable segments the free pages at the end of each range.
+  void empty_cache() override;
 
   // What the allocator holds, for tests: segments in address order with their blocks.
   struct block_view {
@@ -78,7 +81,8 @@ class caching_allocator final : public allocator {
   };
   using pool = std::set<key>;
   struct expandable {
-    std::uint64_t base = 0;
+    std::optional<std::uint64_t> base;  // reserved from the device on first use
+    std::int64_t range = 0;             // bytes of address space reserved
     std::int64_t mapped = 0;
     std::int64_t page = 0;
     std::int32_t tail = -1;  // last block of the range
@@ -97,6 +101,7 @@ class caching_allocator final : public allocator {
   void release_segment(std::int32_t id);
   bool trim_expandable(expandable& e);
   std::int32_t split(std::int32_t id, std::int64_t size);
+  void release_everything();
 
   device& m_dev;
   caching_options m_options;

@@ -44,26 +44,52 @@ measurement measure(const step_trace& t, const stage_breakdown& predicted, const
     m.peak_allocated_at = ref_of(t, r.allocated.event);
   }
   if (r.oom_event) m.oom_at = ref_of(t, *r.oom_event);
+  if (r.verified && r.verified->first_mismatch &&
+      static_cast<std::size_t>(*r.verified->first_mismatch) < t.tensors.size())
+    m.first_mismatch_tensor = t.tensors[static_cast<std::size_t>(*r.verified->first_mismatch)].name;
   return m;
 }
 
-nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
-                                   const environment& env) {
+nlohmann::json environment_json(const environment& env) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   utsname u{};
   uname(&u);
-  const auto& p = m.predicted;
-  const auto& r = m.replayed;
-  nlohmann::json j;
-  j["schema"] = measurement_schema;
-  j["environment"] = {{"tool_version", env.tool_version},
+  nlohmann::json j = {{"tool_version", env.tool_version},
                       {"git_revision", env.git_revision},
                       {"command_line", env.command_line},
                       {"host", host},
                       {"os", std::string(u.sysname) + " " + u.release + " " + u.machine},
                       {"compiler", __VERSION__},
-                      {"date_utc", utc_now()}};
+                      {"date_utc", utc_now()},
+                      {"gpu", nullptr},
+                      {"pci_bus_id", nullptr},
+                      {"driver", nullptr},
+                      {"cuda_runtime", nullptr},
+                      {"nccl", nullptr}};
+  if (env.gpu) {
+    j["gpu"] = env.gpu->gpu;
+    j["pci_bus_id"] = env.gpu->pci_bus_id;
+    j["driver"] = env.gpu->driver;
+    j["cuda_runtime"] = env.gpu->cuda_runtime;
+    if (env.gpu->nccl) j["nccl"] = *env.gpu->nccl;
+  }
+  return j;
+}
+
+namespace {
+nlohmann::json opt(const std::optional<std::int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+}  // namespace
+
+nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
+                                   const environment& env) {
+  const auto& p = m.predicted;
+  const auto& r = m.replayed;
+  nlohmann::json j;
+  j["schema"] = measurement_schema;
+  j["environment"] = environment_json(env);
   j["inputs"] = inputs;
   j["backend"] = m.backend;
   j["measured"] = m.backend != "sim";  // a sim replay is an emulation, not a GPU measurement
@@ -87,14 +113,78 @@ nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& i
                    {"peak_reserved_at", ref_json(m.peak_reserved_at)},
                    {"peak_allocated_at", ref_json(m.peak_allocated_at)},
                    {"out_of_memory", m.oom_at ? ref_json(*m.oom_at) : nlohmann::json(nullptr)}};
-  auto opt = [](const std::optional<std::int64_t>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
   j["fixed_overheads"] = {
       {"context_bytes", opt(m.context_bytes)},
       {"nccl_bytes", opt(m.nccl_bytes)},
-      {"source",
-       m.context_bytes ? "calibration" : "not measured: the sim backend has no CUDA context or NCCL"}};
+      {"source", m.context_bytes ? "calibration"
+                                 : (m.backend == "sim"
+                                        ? "not measured: the sim backend has no CUDA context or NCCL"
+                                        : "not measured here: `headroom probe --overheads` measures them")}};
+  if (m.truth) {
+    const auto& t = *m.truth;
+    nlohmann::json d = {{"nvml_used_before_context_bytes", opt(t.before_context)},
+                        {"used_after_context_bytes", t.after_context},
+                        {"card_total_bytes", t.card_total},
+                        {"cap_bytes", opt(t.cap)},
+                        {"used_at_reserved_peak_bytes", opt(r.device_used_at_peak)},
+                        {"used_max_sampled_bytes", opt(r.device_used_max)},
+                        {"used_minus_reserved_at_peak_bytes", nullptr}};
+    if (r.device_used_at_peak)
+      d["used_minus_reserved_at_peak_bytes"] = *r.device_used_at_peak - r.reserved.bytes;
+    j["device_memory"] = d;
+  } else {
+    j["device_memory"] = nullptr;
+  }
+  if (r.verified) {
+    const auto& v = *r.verified;
+    j["verification"] = {{"blocks_filled", v.blocks_filled},       {"blocks_verified", v.blocks_verified},
+                         {"bytes_filled", v.bytes_filled},         {"bytes_verified", v.bytes_verified},
+                         {"mismatched_words", v.mismatched_words}, {"first_mismatch_tensor", nullptr}};
+    if (m.first_mismatch_tensor) j["verification"]["first_mismatch_tensor"] = *m.first_mismatch_tensor;
+  } else {
+    j["verification"] = nullptr;
+  }
+  if (m.throughput)
+    j["throughput"] = {{"fill_verify_gbs", m.throughput->fill_verify_gbs},
+                       {"copy_gbs", m.throughput->copy_gbs},
+                       {"ratio", m.throughput->ratio()},
+                       {"buffer_bytes", m.throughput->bytes}};
+  else
+    j["throughput"] = nullptr;
+  if (m.cleanup)
+    j["cleanup"] = {{"free_before_bytes", m.cleanup->before.free},
+                    {"free_after_bytes", m.cleanup->after.free},
+                    {"missing_bytes", m.cleanup->missing()},
+                    {"returned", m.cleanup->returned()}};
+  else
+    j["cleanup"] = nullptr;
+  if (m.pool)
+    j["driver_pool"] = {{"reserved_high_bytes", m.pool->reserved_high},
+                        {"used_high_bytes", m.pool->used_high}};
+  else
+    j["driver_pool"] = nullptr;
+  return j;
+}
+
+nlohmann::json overheads_to_json(const overheads& o, const nlohmann::json& inputs, const environment& env) {
+  nlohmann::json j;
+  j["schema"] = overheads_schema;
+  j["environment"] = environment_json(env);
+  j["inputs"] = inputs;
+  j["backend"] = "cuda";
+  j["measured"] = true;
+  j["module_loading"] = o.module_loading;
+  j["gemm"] = {{"m", o.shapes.m}, {"n", o.shapes.n}, {"k", o.shapes.k}, {"origin", o.shapes.gemm_origin}};
+  j["bucket_bytes"] = o.shapes.bucket_bytes;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : o.layers)
+    layers.push_back({{"name", l.name},
+                      {"bytes", opt(l.bytes)},
+                      {"device_used_after_bytes", l.used_after},
+                      {"overhead", l.library},
+                      {"note", l.note}});
+  j["layers"] = layers;
+  j["fixed_overhead_bytes"] = o.fixed_bytes();
   return j;
 }
 

@@ -1,19 +1,25 @@
 // measurement.hpp: what a probe saw, next to what the planner predicted for the same rank, and the
-// versioned JSON record of it ("headroom.measurement/1", documented in results/README.md).
+// versioned JSON record of it ("headroom.measurement/1.1", documented in results/README.md). On a GPU the
+// record also states the driver's view beside the allocator's (device-used minus reserved is shown, not
+// hidden), the fill / verify tally, and whether the device came back to its free memory.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "overheads.hpp"
 #include "planner/estimate.hpp"
+#include "probe_case.hpp"
 #include "replay.hpp"
 #include "step_trace.hpp"
 
 namespace headroom::probes {
 
-inline constexpr const char* measurement_schema = "headroom.measurement/1";
+inline constexpr const char* measurement_schema = "headroom.measurement/1.1";
 
 struct event_ref {
   std::size_t index = 0;
@@ -22,8 +28,23 @@ struct event_ref {
   std::int64_t bytes = 0;
 };
 
+// The driver's view of the device (cudaMemGetInfo, NVML), bytes used device-wide.
+struct device_memory_truth {
+  std::optional<std::int64_t> before_context;  // NVML, before this process made a CUDA context
+  std::int64_t after_context = 0;              // cudaMemGetInfo right after the context was made
+  std::int64_t card_total = 0;                 // cudaMemGetInfo's total
+  std::optional<std::int64_t> cap;  // --gpu-mem below the card: device-used the allocator may reach
+};
+
+// Fill + verify against a device-to-device copy, measured in the same run (bytes read + written / s).
+struct touch_throughput {
+  double fill_verify_gbs = 0, copy_gbs = 0;
+  std::int64_t bytes = 0;  // buffer size used for both
+  double ratio() const { return copy_gbs > 0 ? fill_verify_gbs / copy_gbs : 0; }
+};
+
 struct measurement {
-  std::string backend;        // "sim" (or "cuda")
+  std::string backend;        // "sim" or "cuda"
   std::string device;         // sim_device::describe()
   std::string allocator;      // allocator::describe()
   stage_breakdown predicted;  // the planner's figures for the traced stage
@@ -33,6 +54,12 @@ struct measurement {
   std::optional<event_ref> oom_at;
   // Fixed overheads outside the allocator; the sim backend does not know them (nullopt = not measured).
   std::optional<std::int64_t> context_bytes, nccl_bytes;
+  // GPU only (nullopt on sim).
+  std::optional<device_memory_truth> truth;
+  std::optional<touch_throughput> throughput;
+  std::optional<cleanup_check> cleanup;
+  std::optional<pool_high_water> pool;
+  std::optional<std::string> first_mismatch_tensor;  // the tensor whose block first failed verification
 
   // Returns the replayed peak reserved minus the planner's model terms (persistent + transient +
   // activations): what the reserve has to cover for this rank, before context and NCCL.
@@ -45,12 +72,27 @@ struct measurement {
 measurement measure(const step_trace& t, const stage_breakdown& predicted, const replay_result& r,
                     const std::string& backend, const std::string& device, const std::string& allocator);
 
-// The environment a record states: tool version, git revision, command line, host, time.
+// The GPU stack a measurement was made on.
+struct gpu_environment {
+  std::string gpu;  // "NVIDIA H200"
+  std::string pci_bus_id;
+  std::string driver;               // NVML's driver version, else the CUDA driver API version
+  std::string cuda_runtime;         // "13.0"
+  std::optional<std::string> nccl;  // "2.27.7", nullopt when NCCL could not be loaded
+};
+
+// The environment a record states: tool version, git revision, command line, host, time, and the GPU stack
+// (null on the sim backend).
 struct environment {
   std::string tool_version, git_revision, command_line;
+  std::optional<gpu_environment> gpu;
 };
 
 nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
                                    const environment& env);
+// Returns the "environment" block every record carries.
+nlohmann::json environment_json(const environment& env);
+// Returns the record of an overhead probe ("headroom.overheads/1").
+nlohmann::json overheads_to_json(const overheads& o, const nlohmann::json& inputs, const environment& env);
 
 }  // namespace headroom::probes

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_device.hpp"
 #include "planner/errors.hpp"
 #include "probes/sim_device.hpp"
 
@@ -179,6 +180,43 @@ TEST(CachingAllocator, ExpandableSegmentsLiveBlocksPinTheirPages) {
   f.a.empty_cache();  // the free 30 MiB sits below a live block: its pages stay mapped here
   EXPECT_EQ(f.a.stats().reserved, 40 * MiB);
   (void)b;
+}
+
+// Expandable segments live at real addresses: inside a range the device reserved, pages mapped and
+// unmapped at their offsets, the range given back when the allocator goes.
+TEST(CachingAllocator, ExpandableSegmentsMapPagesInsideAReservedRange) {
+  test::fake_device dev(1024 * MiB, 2 * MiB);
+  {
+    caching_options o;
+    o.expandable_segments = true;
+    caching_allocator a(dev, o);
+    auto x = a.allocate(3 * MiB);
+    auto y = a.allocate(30 * MiB);
+    ASSERT_TRUE(x && y);
+    EXPECT_EQ(dev.ranges(), 1u);  // the large pool's range
+    EXPECT_TRUE(dev.inside_a_range(a.address_of(*x), 3 * MiB));
+    EXPECT_TRUE(dev.inside_a_range(a.address_of(*y), 30 * MiB));
+    EXPECT_EQ(a.address_of(*y), a.address_of(*x) + 3 * MiB);  // contiguous in the one range
+    auto s = a.allocate(4096);                                // the small pool has its own range
+    EXPECT_EQ(dev.ranges(), 2u);
+    EXPECT_TRUE(dev.inside_a_range(a.address_of(*s), 4096));
+    a.release(*y);
+    a.empty_cache();  // the free tail's whole pages go back
+    EXPECT_EQ(dev.used(), 20 * MiB + 2 * MiB);
+  }
+  EXPECT_EQ(dev.used(), 0);
+  EXPECT_EQ(dev.ranges(), 0u);
+  EXPECT_EQ(dev.live_mappings(), 0u);
+}
+
+TEST(CachingAllocator, AddressesOfPlainSegmentsAreTheDevicesAndSplitsAreOffsets) {
+  test::fake_device dev(1024 * MiB, 2 * MiB);
+  caching_allocator a(dev, {});
+  auto x = a.allocate(3 * MiB);  // a 20 MiB segment, split
+  auto y = a.allocate(5 * MiB);  // the rest of it
+  ASSERT_TRUE(x && y);
+  EXPECT_EQ(a.address_of(*y), a.address_of(*x) + 3 * MiB);
+  EXPECT_EQ(dev.live_mappings(), 1u);
 }
 
 }  // namespace

@@ -206,7 +206,7 @@ TEST(CliProbe, SimReplayMatchesThePlannerAndWritesARecord) {
       << r.out;
   EXPECT_NE(r.out.find("CUDA context and NCCL are not modelled"), std::string::npos);
   auto j = nlohmann::json::parse(slurp(json));
-  EXPECT_EQ(j["schema"], "headroom.measurement/1");
+  EXPECT_EQ(j["schema"], "headroom.measurement/1.1");
   EXPECT_EQ(j["backend"], "sim");
   EXPECT_FALSE(j["measured"].get<bool>());
   EXPECT_EQ(j["replayed"]["peak_requested_bytes"], j["predicted"]["step_peak_bytes"]);
@@ -267,6 +267,15 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
       {"probe " + z3 + "--stage 3 --json " + out, "stage"},
       {"probe --preset gpt3-175b --gpus 40 --tp 5 --json " + out, "not divisible by tp=5"},
       {"trace " + z3 + "--vpp 2 --pp 4 --global-batch 40 --json " + out, "vpp"},
+      {"probe " + z3 + "--allocator driver-pool --json " + out, "needs --backend cuda"},
+      {"probe " + z3 + "--allocator driver-pool --max-split-size-mb 64 --backend cuda --json " + out,
+       "apply to the caching allocator"},
+      {"probe " + z3 + "--backend cuda --granularity-mib 4 --json " + out, "a GPU reports its own"},
+      {"probe " + z3 + "--max-fit seq --max-fit-limit 100 --json " + out, "max-fit-limit"},
+      {"probe " + z3 + "--max-fit heads --json " + out, "max-fit"},
+      {"probe " + z3 + "--max-fit seq --trace " + bad_trace + " --json " + out, "no --trace"},
+      {"probe " + z3 + "--overheads --bucket-mb 0 --json " + out, "bucket-mb"},
+      {"probe " + z3 + "--overheads --max-fit seq --json " + out, "--overheads measures the GPU stack alone"},
   };
   for (const auto& c : cases) {
     auto r = run(c.args);
@@ -277,10 +286,56 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
   }
 }
 
+// Without a GPU (here, CI): one line "no CUDA device (reason)", exit 4, nothing on stdout, no file. With one
+// (the device check runs this suite too) the same commands measure and exit 0.
 TEST(CliProbe, CudaBackendWithoutOneSaysSo) {
-  auto r = run("probe " + z3 + "--backend cuda");
-  EXPECT_EQ(r.status, 4);
-  EXPECT_EQ(lines(r.err), 1);
+  const std::string out = scratch("cuda.json");
+  const std::string small = "--preset gpt3-125m --gpus 8 --zero 1 --recompute selective ";
+  for (const std::string extra :
+       {"", "--allocator driver-pool ", "--overheads ", "--max-fit micro-batch --max-fit-limit 4 "}) {
+    std::filesystem::remove(out);
+    auto r = run("probe " + small + "--backend cuda " + extra + "--json " + out);
+    if (r.status == 0) {
+      EXPECT_TRUE(std::filesystem::exists(out)) << extra;
+      continue;
+    }
+    EXPECT_EQ(r.status, 4) << extra << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("headroom: no CUDA device (", 0), 0u) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
+TEST(CliProbe, MaxFitOnTheSimDeviceBesideThePlanner) {
+  const std::string json = scratch("maxfit.json");
+  auto r = run("probe --preset gpt3-1.3b --gpus 8 --zero 3 --gpu-mem 24 --max-fit seq --json " + json);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["schema"], "headroom.max_fit/1");
+  EXPECT_FALSE(j["measured"].get<bool>());
+  EXPECT_EQ(j["axis"], "seq");
+  EXPECT_EQ(j["step"], 256);
+  const auto replayed = j["replayed"]["largest"].get<std::int64_t>();
+  // A replay that fits has peak requested (= the planner's step peak) within the capacity.
+  EXPECT_LE(replayed, j["predicted_step_peak"]["largest"].get<std::int64_t>());
+  EXPECT_LE(j["predicted_verdict"]["largest"].get<std::int64_t>(), replayed);
+  EXPECT_EQ(replayed % 256, 0);
+  // Every trial is recorded; the largest value is one that fitted and the next step up did not.
+  bool fitted = false, next_missed = false;
+  for (const auto& t : j["replayed"]["trials"]) {
+    if (t["value"] == replayed) fitted = t["fits"].get<bool>();
+    if (t["value"] == replayed + 256) next_missed = !t["fits"].get<bool>();
+  }
+  EXPECT_TRUE(fitted);
+  EXPECT_TRUE(next_missed);
+  auto text = run("probe --preset gpt3-1.3b --gpus 8 --zero 3 --gpu-mem 24 --max-fit seq");
+  EXPECT_NE(text.out.find("replayed on the sim device"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("planner, verdict"), std::string::npos);
+  // Nothing fits: exit 3, and the answer says "none".
+  auto none = run("probe --preset gpt3-13b --gpus 1 --gpu-mem 16 --reserve 1 --max-fit micro-batch");
+  EXPECT_EQ(none.status, 3) << none.err;
+  EXPECT_NE(none.out.find("none"), std::string::npos) << none.out;
 }
 
 }  // namespace

@@ -27,13 +27,44 @@ TEST(Measurement, RecordsPeaksImpliedReserveAndWhatWasNotMeasured) {
   EXPECT_EQ(m.peak_reserved_at.index, r.reserved.event);
   EXPECT_FALSE(m.oom_at);
   const auto j = measurement_to_json(m, nlohmann::json::object(), {"1.2.3", "abc", "headroom probe ..."});
-  EXPECT_EQ(j["schema"], "headroom.measurement/1");
+  EXPECT_EQ(j["schema"], "headroom.measurement/1.1");
+  EXPECT_TRUE(j["environment"]["gpu"].is_null());  // the sim backend has no GPU stack
+  EXPECT_TRUE(j["environment"]["nccl"].is_null());
+  EXPECT_TRUE(j["device_memory"].is_null());
+  EXPECT_TRUE(j["verification"].is_null());
   EXPECT_FALSE(j["measured"].get<bool>());
   EXPECT_EQ(j["environment"]["tool_version"], "1.2.3");
   EXPECT_EQ(j["replayed"]["peak_requested_bytes"].get<std::int64_t>(), b.stages[0].step_peak);
   EXPECT_TRUE(j["replayed"]["out_of_memory"].is_null());
   EXPECT_TRUE(j["fixed_overheads"]["nccl_bytes"].is_null());
   EXPECT_FALSE(j["environment"]["date_utc"].get<std::string>().empty());
+}
+
+TEST(Measurement, AGpuRecordStatesDeviceUsedBesideReservedAndItsStack) {
+  const problem p = test::preset_problem("gpt3-125m");
+  const layout l = test::make_layout(8, 1, recompute_mode::selective);
+  const breakdown b = estimate(p, l);
+  const step_trace t = build_trace(p, l, 0);
+  sim_device dev(p.device.capacity, 2 * mib);
+  caching_allocator a(dev, {});
+  replay_result r = replay(t, a, false);
+  r.device_used_at_peak = r.reserved.bytes + 700 * mib;  // as a GPU would show: context and more outside
+  r.verified = verification{3, 3, 300, 300, 2, 1};
+  measurement m = measure(t, b.stages[0], r, "cuda", "cuda (test)", a.describe());
+  m.truth = device_memory_truth{600 * mib, 1100 * mib, 140 * gib, std::nullopt};
+  m.throughput = touch_throughput{3500, 4300, gib};
+  environment env{"1.2.3", "abc", "headroom probe --backend cuda",
+                  gpu_environment{"NVIDIA H200", "0000:00:00.0", "580.159.04", "13.0", "2.28.9"}};
+  const auto j = measurement_to_json(m, nlohmann::json::object(), env);
+  EXPECT_TRUE(j["measured"].get<bool>());
+  EXPECT_EQ(j["environment"]["gpu"], "NVIDIA H200");
+  EXPECT_EQ(j["environment"]["driver"], "580.159.04");
+  EXPECT_EQ(j["environment"]["nccl"], "2.28.9");
+  EXPECT_EQ(j["device_memory"]["used_minus_reserved_at_peak_bytes"].get<std::int64_t>(), 700 * mib);
+  EXPECT_EQ(j["device_memory"]["nvml_used_before_context_bytes"].get<std::int64_t>(), 600 * mib);
+  EXPECT_EQ(j["verification"]["mismatched_words"].get<std::int64_t>(), 2);
+  EXPECT_EQ(j["verification"]["first_mismatch_tensor"], t.tensors[1].name);
+  EXPECT_NEAR(j["throughput"]["ratio"].get<double>(), 3500.0 / 4300.0, 1e-12);
 }
 
 }  // namespace
