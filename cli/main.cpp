@@ -9,6 +9,7 @@
 #include "planner/model_files.hpp"
 #include "probe_command.hpp"
 #include "probes/device.hpp"
+#include "probes/gpu_backend.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   auto* probe_cmd = add_probe_command(app, probe);
   for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
   auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
+  auto* context_cmd = app.add_subcommand("context-probe", "Internal: measure the CUDA context (for --overheads)");
+  context_cmd->group("");  // not listed in --help
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -44,6 +47,13 @@ int main(int argc, char** argv) {
     if (plan_cmd->parsed()) return run_plan(plan);
     if (trace_cmd->parsed()) return run_trace(trace);
     if (probe_cmd->parsed()) return run_probe(probe);
+    if (context_cmd->parsed()) {
+      if (auto why = probes::cuda_unavailable_reason()) {
+        std::cerr << "headroom: no CUDA device (" << *why << ")\n";
+        return exit_no_device;
+      }
+      return run_context_probe();
+    }
   } catch (const bad_input& e) {
     std::cerr << "headroom: bad input: " << e.what() << "\n";
     return exit_bad_input;

@@ -3,8 +3,13 @@
 // arithmetic live in probes/.
 #include "probe_command.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -167,13 +172,65 @@ overhead_shapes shapes_of(const problem& p, const layout& l, double bucket_mb) {
   return s;
 }
 
+// Returns the CUDA context measured by `headroom context-probe` in a child process under
+// CUDA_MODULE_LOADING=`mode` (a process has one context, made once: the other mode needs another process),
+// or a layer that says why it could not be measured.
+overhead_layer context_in_child(const std::string& mode) {
+  const overhead_layer failed{"CUDA context", std::nullopt, 0, true, ""};
+  auto fail = [&](const std::string& why) {
+    overhead_layer l = failed;
+    l.note = "not measured: " + why;
+    return l;
+  };
+  int fds[2];
+  if (pipe(fds) != 0) return fail("pipe failed");
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "CUDA_MODULE_LOADING=", 20) != 0) env_text.emplace_back(*e);
+  env_text.push_back("CUDA_MODULE_LOADING=" + mode);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char self[] = "/proc/self/exe", sub[] = "context-probe";
+  char* argv[] = {self, sub, nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, self, &fa, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; rc == 0 && (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  if (rc != 0) return fail(std::string("cannot start a child: ") + std::strerror(rc));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fail("the child process failed (status " + std::to_string(status) + ")");
+  try {
+    const auto j = nlohmann::json::parse(text);
+    overhead_layer l = failed;
+    if (!j.at("bytes").is_null()) l.bytes = j.at("bytes").get<std::int64_t>();
+    l.used_after = j.at("used_after").get<std::int64_t>();
+    l.note = j.at("note").get<std::string>() + ", in a child process";
+    return l;
+  } catch (const nlohmann::json::exception&) {
+    return fail("the child's answer was not the expected JSON");
+  }
+}
+
 int run_overheads(const probe_options& o, const problem& p, const layout& l) {
   const overhead_shapes shapes = shapes_of(p, l, o.bucket_mb);
   if (auto why = cuda_unavailable_reason()) {
     std::cerr << "headroom: no CUDA device (" << *why << ")\n";
     return exit_no_device;
   }
-  const overheads r = probe_overheads(shapes);
+  overheads r = probe_overheads(shapes);
+  r.other_module_loading = r.module_loading == "EAGER" ? "LAZY" : "EAGER";
+  r.context_other_mode = context_in_child(r.other_module_loading);
   environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, read_gpu_environment()};
   if (!o.json_out.empty()) {
     nlohmann::json inputs = inputs_json(p);
@@ -194,6 +251,11 @@ int run_overheads(const probe_options& o, const problem& p, const layout& l) {
                   (gib_str(x.used_after, 2) + " GiB").c_str());
     out << buf << x.note << "\n";
   }
+  if (r.context_other_mode)
+    out << "\nCUDA context with CUDA_MODULE_LOADING=" << r.other_module_loading << ": "
+        << (r.context_other_mode->bytes ? fixed(static_cast<double>(*r.context_other_mode->bytes) / (1 << 20), 1) + " MiB"
+                                        : std::string("-"))
+        << " (" << r.context_other_mode->note << ")\n";
   out << "\nfixed overhead (context + cuBLAS + NCCL, measured layers): "
       << fixed(static_cast<double>(r.fixed_bytes()) / (1 << 20), 1) << " MiB of the planner's "
       << gib_str(p.device.reserve, 1) << " GiB reserve\n";
@@ -311,6 +373,15 @@ CLI::App* add_probe_command(CLI::App& app, probe_options& o) {
   c->add_option("--bucket-mb", o.bucket_mb, "--overheads: gradient bucket all-reduced, MiB")
       ->capture_default_str();
   return c;
+}
+
+int run_context_probe() {
+  const overhead_layer l = probe_context_only();
+  nlohmann::json j = {{"bytes", l.bytes ? nlohmann::json(*l.bytes) : nlohmann::json(nullptr)},
+                      {"used_after", l.used_after},
+                      {"note", l.note}};
+  std::cout << j.dump() << "\n";
+  return exit_fits;
 }
 
 int run_trace(const probe_options& o) {

@@ -35,5 +35,8 @@ CLI::App* add_probe_command(CLI::App& app, probe_options& o);
 // device_error.
 int run_trace(const probe_options& o);
 int run_probe(const probe_options& o);
+// `headroom context-probe` (internal): the CUDA context alone, as one line of JSON, for --overheads to run
+// under the other CUDA_MODULE_LOADING.
+int run_context_probe();
 
 }  // namespace headroom::cli

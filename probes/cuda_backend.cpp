@@ -313,7 +313,18 @@ overheads probe_overheads(const overhead_shapes& shapes) {
   if (auto why = no_device_reason()) throw device_error(*why);
   const char* mode = std::getenv("CUDA_MODULE_LOADING");
   cuda_overhead_stack stack;
-  return measure_overheads(stack, shapes, mode && *mode ? mode : "LAZY (default)");
+  return measure_overheads(stack, shapes, mode && *mode ? mode : "LAZY");
+}
+
+overhead_layer probe_context_only() {
+  if (auto why = no_device_reason()) throw device_error(*why);
+  cuda_overhead_stack stack;
+  std::string why;
+  const auto before = stack.used_before_context(why);
+  stack.create_context();
+  const std::int64_t after = stack.device_used();
+  return {"CUDA context", before ? std::optional(after - *before) : std::nullopt, after, true,
+          before ? "NVML before, cudaMemGetInfo after" : "not measured: " + why};
 }
 
 }  // namespace headroom::probes

@@ -45,6 +45,10 @@ std::unique_ptr<gpu_backend> open_gpu_backend(std::optional<std::int64_t> cap);
 // Throws device_error when CUDA fails.
 overheads probe_overheads(const overhead_shapes& shapes);
 
+// Measures the CUDA context alone (NVML before it, cudaMemGetInfo after) in this process, which must not
+// have a context yet: `headroom context-probe` runs it in a child with the other CUDA_MODULE_LOADING.
+overhead_layer probe_context_only();
+
 // Returns the GPU stack of device 0 (name, driver, runtime, NCCL when it can be loaded).
 gpu_environment read_gpu_environment();
 

@@ -54,6 +54,9 @@ struct overheads {
   std::vector<overhead_layer> layers;
   overhead_shapes shapes;
   std::string module_loading;  // CUDA_MODULE_LOADING as the process ran ("LAZY" when unset, CUDA >= 12.2)
+  // The context again, made by a child process under the other CUDA_MODULE_LOADING.
+  std::optional<overhead_layer> context_other_mode;
+  std::string other_module_loading;
   // Returns the sum of the library layers that were measured, bytes.
   std::int64_t fixed_bytes() const;
   // Returns the layer named `name`, or nullptr.
