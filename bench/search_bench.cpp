@@ -17,11 +17,17 @@ problem one_trillion() {
   return default_problem(load_preset("korthikanti-1t", preset_dir()));
 }
 
-// One layout evaluation = the worst stage's full breakdown (state, transient, activations, total).
+// One layout evaluation = the worst stage's full breakdown (state, transient, activations, step peak,
+// both totals).
 void BM_EvaluateLayout(benchmark::State& state) {
   const problem p = one_trillion();
   const auto pc = count_params(p.model);
-  std::vector<std::pair<layout, activation_sums>> layouts;
+  struct item {
+    layout l;
+    activation_sums sums;
+    peak_sums peaks;
+  };
+  std::vector<item> layouts;
   for (int tp : {1, 2, 4, 8})
     for (int pp : {1, 2, 4, 8, 16, 32, 64})
       for (int z = 0; z <= 3; ++z)
@@ -32,12 +38,13 @@ void BM_EvaluateLayout(benchmark::State& state) {
           l.pp = pp;
           l.zero = z;
           l.recompute = r;
-          layouts.push_back({l, sum_ledger(layer_ledger(p.model, shape_of(p, l)))});
+          const ledger_shape shape = shape_of(p, l);
+          layouts.push_back({l, sum_ledger(layer_ledger(p.model, shape)), sum_peaks(p.model, shape)});
         }
   std::size_t i = 0;
   for (auto _ : state) {
-    const auto& [l, sums] = layouts[i];
-    benchmark::DoNotOptimize(evaluate_worst(p, pc, sums, l));
+    const auto& x = layouts[i];
+    benchmark::DoNotOptimize(evaluate_worst(p, pc, x.sums, x.peaks, x.l));
     if (++i == layouts.size()) i = 0;
   }
   state.SetItemsProcessed(state.iterations());

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   auto* probe_cmd = add_probe_command(app, probe);
   for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
   auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
-  auto* context_cmd = app.add_subcommand("context-probe", "Internal: measure the CUDA context (for --overheads)");
+  auto* context_cmd =
+      app.add_subcommand("context-probe", "Internal: measure the CUDA context (for --overheads)");
   context_cmd->group("");  // not listed in --help
   try {
     app.parse(argc, argv);

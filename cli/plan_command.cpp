@@ -42,12 +42,20 @@ void add_problem_options(CLI::App* c, plan_options& o) {
   c->add_option("--attention", o.attention, "Attention kernel: eager (keeps s x s scores) or flash")
       ->check(CLI::IsMember({"eager", "flash"}))
       ->capture_default_str();
+  c->add_option("--loss", o.loss,
+                "How the loss holds the logits: fused (Megatron's vocab-parallel cross-entropy, 6 bytes per "
+                "logit) or unfused (F.cross_entropy on upcast logits, 18 bytes per logit)")
+      ->check(CLI::IsMember({"fused", "unfused"}))
+      ->capture_default_str();
   c->add_flag("--offload-optimizer", o.offload,
               "ZeRO-Offload: master weights and optimizer states in host memory");
   c->add_option("--zero3-inflight-units", o.units, "ZeRO-3: unsharded layers in flight")
       ->capture_default_str();
   c->add_option("--gpu-mem", o.gpu_mem_gib, "GPU memory, GiB")->capture_default_str();
   c->add_option("--reserve", o.reserve_gib, "Reserve for context, NCCL, fragmentation, GiB")
+      ->capture_default_str();
+  c->add_option("--fixed-overheads", o.fixed_overheads_gib,
+                "Memory outside the allocator the step peak leaves room for (context, cuBLAS, NCCL), GiB")
       ->capture_default_str();
   c->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (tp stays inside one)")
       ->capture_default_str();
@@ -111,6 +119,8 @@ problem problem_from(const plan_options& o) {
   p.training.attention = o.attention == "flash" ? attention_kind::flash : attention_kind::eager;
   p.device.capacity = gib_flag(o.gpu_mem_gib, "gpu-mem");
   p.device.reserve = gib_flag(o.reserve_gib, "reserve");
+  p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
+  p.training.loss = o.loss == "unfused" ? loss_kind::unfused : loss_kind::fused;
   p.device.gpus_per_node = o.gpus_per_node;
   validate(p.training, p.device);
   if (!(o.costs.tflops > 0) || !(o.costs.mfu > 0) || o.costs.mfu > 1 || !(o.costs.intra_node_gbs > 0) ||

@@ -18,9 +18,9 @@ struct plan_options {
   std::string recipe = "bf16-adam";
   std::optional<int> gpus;
   int tp = 1, pp = 1, cp = 1, vpp = 1, zero = 0, units = 2;
-  std::string recompute = "none", attention = "eager";
+  std::string recompute = "none", attention = "eager", loss = "fused";
   bool sequence_parallel = true, offload = false;
-  double gpu_mem_gib = 192, reserve_gib = 10;
+  double gpu_mem_gib = 192, reserve_gib = 10, fixed_overheads_gib = 1056.0 / 1024;
   int gpus_per_node = 8;
   bool json = false, csv = false, explain = false, suggest = false, min_gpus = false;
   std::size_t top = 20;

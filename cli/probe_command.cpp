@@ -203,7 +203,8 @@ overhead_layer context_in_child(const std::string& mode) {
   close(fds[1]);
   std::string text;
   char buf[4096];
-  for (ssize_t n; rc == 0 && (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; rc == 0 && (n = read(fds[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
   close(fds[0]);
   if (rc != 0) return fail(std::string("cannot start a child: ") + std::strerror(rc));
   int status = 0;
@@ -253,8 +254,9 @@ int run_overheads(const probe_options& o, const problem& p, const layout& l) {
   }
   if (r.context_other_mode)
     out << "\nCUDA context with CUDA_MODULE_LOADING=" << r.other_module_loading << ": "
-        << (r.context_other_mode->bytes ? fixed(static_cast<double>(*r.context_other_mode->bytes) / (1 << 20), 1) + " MiB"
-                                        : std::string("-"))
+        << (r.context_other_mode->bytes
+                ? fixed(static_cast<double>(*r.context_other_mode->bytes) / (1 << 20), 1) + " MiB"
+                : std::string("-"))
         << " (" << r.context_other_mode->note << ")\n";
   out << "\nfixed overhead (context + cuBLAS + NCCL, measured layers): "
       << fixed(static_cast<double>(r.fixed_bytes()) / (1 << 20), 1) << " MiB of the planner's "

@@ -56,17 +56,24 @@ void write_table_rule(std::ostream& o, bool with_cost) {
   o << std::string(rule_width + (with_cost ? cost_width : 0), '-') << "\n";
 }
 
-void write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
+bool write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
                      const layout_cost* cost) {
   std::string fits = !w.fits ? "no" : w.headroom < p.device.capacity / 20 ? "tight" : "yes";
   o << pad(strategy_name(l), 32) << axes_cell(l) << num8(w.state) << " " << num8(w.activations) << " "
-    << num8(w.reserve) << " " << num8(w.total) << "  ";
+    << num8(w.reserve) << " " << num8(w.decisive_total()) << (w.peak_decides() ? "* " : "  ");
   if (cost) {
     o << pad(fits, 15) << pct(cost->total);
   } else {
     o << fits;
   }
   o << "\n";
+  return w.peak_decides();
+}
+
+void write_peak_note(std::ostream& o, bool any) {
+  if (any)
+    o << "* total = step peak + fixed overheads (context, cuBLAS, NCCL): larger than state + activations + "
+         "reserve, it decides\n";
 }
 
 nlohmann::json inputs_json(const problem& p) {
@@ -80,10 +87,12 @@ nlohmann::json inputs_json(const problem& p) {
            {{"seq", p.training.seq},
             {"micro_batch", p.training.micro_batch},
             {"global_batch", p.training.global_batch},
-            {"attention", to_string(p.training.attention)}}},
+            {"attention", to_string(p.training.attention)},
+            {"loss", to_string(p.training.loss)}}},
           {"device",
            {{"capacity_bytes", p.device.capacity},
             {"reserve_bytes", p.device.reserve},
+            {"fixed_overheads_bytes", p.device.fixed_overheads},
             {"gpus_per_node", p.device.gpus_per_node}}}};
 }
 
@@ -122,9 +131,12 @@ nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {
           {"layer_activations", s.layer_activations},
           {"activation_bytes", s.activations},
           {"logits_bytes_not_added", s.logits},
-          {"working_set_bytes_not_added", s.working_set},
-          {"output_phase_bytes_not_added", s.output_phase},
+          {"working_set_bytes", s.working_set},
+          {"output_phase_bytes", s.output_phase},
           {"step_peak_bytes", s.step_peak},
+          {"fixed_overheads_bytes", s.fixed_overheads},
+          {"peak_total_bytes", s.peak_total},
+          {"decided_by", s.peak_decides() ? "step_peak" : "total"},
           {"reserve_bytes", s.reserve},
           {"total_bytes", s.total},
           {"capacity_bytes", s.capacity},
@@ -148,13 +160,16 @@ nlohmann::json candidate_json(const problem& p, const candidate& c) {
 const char* stage_csv_header =
     "stage,layers,params_on_rank,params_bytes,grads_bytes,master_bytes,optimizer_bytes,host_offload_bytes,"
     "transient_bytes,state_bytes,layer_activations,activation_bytes,logits_bytes_not_added,reserve_bytes,"
-    "total_bytes,capacity_bytes,headroom_bytes,fits";
+    "total_bytes,capacity_bytes,headroom_bytes,fits,working_set_bytes,output_phase_bytes,step_peak_bytes,"
+    "fixed_overheads_bytes,peak_total_bytes,decided_by";
 
 void stage_csv(std::ostream& o, const stage_breakdown& s) {
   o << s.stage << ',' << s.layers << ',' << s.params_on_rank << ',' << s.params << ',' << s.grads << ','
     << s.master << ',' << s.optimizer << ',' << s.host_offload << ',' << s.transient << ',' << s.state << ','
     << s.layer_activations << ',' << s.activations << ',' << s.logits << ',' << s.reserve << ',' << s.total
-    << ',' << s.capacity << ',' << s.headroom << ',' << (s.fits ? "true" : "false");
+    << ',' << s.capacity << ',' << s.headroom << ',' << (s.fits ? "true" : "false") << ',' << s.working_set
+    << ',' << s.output_phase << ',' << s.step_peak << ',' << s.fixed_overheads << ',' << s.peak_total << ','
+    << (s.peak_decides() ? "step_peak" : "total");
 }
 
 }  // namespace
@@ -169,8 +184,9 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   o << "predicted by the analytic model (not measured); GiB per GPU\n\n";
   write_table_header(o, p, false);
   write_table_rule(o, false);
-  write_table_row(o, p, l, w, nullptr);
+  const bool peak = write_table_row(o, p, l, w, nullptr);
   write_table_rule(o, false);
+  write_peak_note(o, peak);
   o << "\nworst rank: stage " << w.stage << " of " << l.pp << "\n";
   auto line = [&](const std::string& what, std::int64_t bytes, const std::string& note = "") {
     char buf[48];
@@ -195,17 +211,20 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
        std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));
   line("state + activations", w.state + w.activations);
   line("reserve", w.reserve);
-  line("total", w.total);
+  line("total", w.total, "state + activations + reserve (the seed's)");
+  o << "  the step peak, with what lies outside the allocator:\n";
+  line("  backward working set, one layer", w.working_set);
+  if (w.output_phase)
+    line("  output phase, " + std::string(to_string(p.training.loss)) + " loss", w.output_phase);
+  line("  step peak", w.step_peak, "persistent + transient + activations + max of the two");
+  line("  fixed overheads", w.fixed_overheads, "context, cuBLAS, NCCL (--fixed-overheads)");
+  line("  step peak + fixed overheads", w.peak_total);
   line("capacity", w.capacity);
   o << "  " << pad("headroom", 34);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%10.1f GiB (%.1f%%)", to_gib(w.headroom),
                 100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity));
-  o << buf << "\n";
-  o << "  in the reserve, not added (the seed leaves them there; the probes replay them):\n";
-  line("  backward working set, one layer", w.working_set);
-  if (w.output_phase) line("  output layer: logits, loss, grad", w.output_phase);
-  line("  step peak without reserve", w.step_peak, "persistent + transient + activations + max of the two");
+  o << buf << (w.peak_decides() ? "   from the step peak + fixed overheads, which decides" : "") << "\n";
   o << "\n"
     << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but headroom under 5% is too tight to trust" : "fits")
                : "does not fit")
@@ -225,7 +244,7 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
 
 nlohmann::json plan_json(const problem& p, const breakdown& b) {
   nlohmann::json j = inputs_json(p);
-  j["schema"] = "headroom.plan/1";
+  j["schema"] = "headroom.plan/2";
   j["layout"] = layout_json(b.where);
   j["params"] = {{"total", b.basis.params.total},
                  {"stated", b.basis.params.stated},
@@ -272,8 +291,9 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   write_table_header(o, p, true);
   write_table_rule(o, true);
   std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+  bool peak = false;
   for (std::size_t i = 0; i < n; ++i)
-    write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+    peak = write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost) || peak;
   // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
   std::vector<std::string> shown;
   for (std::size_t i = 0; i < n; ++i) shown.push_back(strategy_name(s.fitting[i].where));
@@ -284,9 +304,10 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
     shown.push_back(name);
     if (!heading) o << "best layout of each strategy not shown above:\n";
     heading = true;
-    write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+    peak = write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost) || peak;
   }
   write_table_rule(o, true);
+  write_peak_note(o, peak);
   if (s.fitting.empty()) {
     o << "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n";
     o << explain_nothing_fits(p, s);
@@ -306,7 +327,7 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
 
 nlohmann::json suggest_json(const problem& p, const suggestion& s) {
   nlohmann::json j = inputs_json(p);
-  j["schema"] = "headroom.suggest/1";
+  j["schema"] = "headroom.suggest/2";
   j["gpus"] = s.gpus;
   j["evaluated"] = s.evaluated;
   j["bound"] = {{"shardable_bytes_per_param", s.bound.shardable_per_param},
@@ -351,9 +372,11 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
     write_table_header(o, p, true);
     write_table_rule(o, true);
     std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+    bool peak = false;
     for (std::size_t i = 0; i < k; ++i)
-      write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost);
+      peak = write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost) || peak;
     write_table_rule(o, true);
+    write_peak_note(o, peak);
   };
   show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
   if (r.n_pow2) show("smallest power of two with a fitting layout", *r.n_pow2, *r.at_pow2);
@@ -362,7 +385,7 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
 
 nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
   nlohmann::json j = inputs_json(p);
-  j["schema"] = "headroom.min_gpus/1";
+  j["schema"] = "headroom.min_gpus/2";
   j["seed_bound"] = r.seed_bound;
   j["strict_bound"] = r.strict_bound;
   j["full_recompute_activation_bytes"] = r.full_recompute_activations;

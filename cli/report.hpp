@@ -14,9 +14,12 @@ namespace headroom::cli {
 // The seed's table header (plus a cost column) and its rule line.
 void write_table_header(std::ostream& o, const problem& p, bool with_cost);
 void write_table_rule(std::ostream& o, bool with_cost);
-// One table row for a layout's worst stage.
-void write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
+// One table row for a layout's worst stage; the total is the decisive one, starred when the step peak
+// decides. Returns whether it did.
+bool write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
                      const layout_cost* cost);
+// The footnote of a table in which some row's total was starred.
+void write_peak_note(std::ostream& o, bool any);
 // Returns the seed's strategy name: "ZeRO-3 + selective recompute".
 std::string strategy_name(const layout& l);
 

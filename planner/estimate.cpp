@@ -26,7 +26,7 @@ std::int64_t microbatches_per_step(const problem& p, const layout& l) {
 }
 
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                               const layout& l, int stage) {
+                               const peak_sums& peaks, const layout& l, int stage) {
   stage_breakdown s;
   s.stage = stage;
   const std::int64_t L = p.model.layers;
@@ -99,20 +99,25 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
     s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
                                       p.training.attention, p.precision.activation_bytes});
 
+  s.working_set = peaks.working_set_of(l.recompute) + unsharded_layer_grad_bytes(p, pc, l);
+  s.output_phase = last ? peaks.output_phase : 0;
+  s.step_peak = s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase);
+  s.fixed_overheads = p.device.fixed_overheads;
+  s.peak_total = s.step_peak + s.fixed_overheads;
   s.reserve = p.device.reserve;
   s.capacity = p.device.capacity;
   s.total = s.state + s.activations + s.reserve;
-  s.headroom = s.capacity - s.total;
-  s.fits = s.total <= s.capacity;
+  s.headroom = s.capacity - s.decisive_total();
+  s.fits = s.headroom >= 0;
   return s;
 }
 
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                               const layout& l) {
-  stage_breakdown a = evaluate_stage(p, pc, per_layer, l, 0);
+                               const peak_sums& peaks, const layout& l) {
+  stage_breakdown a = evaluate_stage(p, pc, per_layer, peaks, l, 0);
   if (l.pp == 1) return a;
-  stage_breakdown b = evaluate_stage(p, pc, per_layer, l, l.pp - 1);
-  return b.total > a.total ? b : a;
+  stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, l.pp - 1);
+  return b.decisive_total() > a.decisive_total() ? b : a;
 }
 
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {
@@ -136,15 +141,11 @@ breakdown estimate(const problem& p, const layout& l) {
   r.basis.working_set =
       backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, r.basis.params, l));
   r.basis.output_phase = output_phase_tensors(p.model, shape);
-  const std::int64_t ws = total_bytes(r.basis.working_set);
-  const std::int64_t out = total_bytes(r.basis.output_phase);
+  r.basis.peaks = sum_peaks(p.model, shape);
   for (int k = 0; k < l.pp; ++k) {
-    r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, l, k));
-    auto& s = r.stages.back();
-    s.working_set = ws;
-    s.output_phase = k == l.pp - 1 ? out : 0;
-    s.step_peak = s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase);
-    if (r.stages.back().total > r.stages[static_cast<std::size_t>(r.worst)].total) r.worst = k;
+    r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, r.basis.peaks, l, k));
+    if (r.stages.back().decisive_total() > r.stages[static_cast<std::size_t>(r.worst)].decisive_total())
+      r.worst = k;
   }
   return r;
 }

@@ -1,6 +1,12 @@
 // estimate.hpp: the per-GPU memory of one layout, stage by stage: state (the recipe's buffers after
 // tp / pp / ZeRO division), the ZeRO-3 gather transient, activations (ledger x layers x micro-batches in
 // flight), and the reserve. This is the seed's analytic model; every figure is "predicted".
+//
+// The verdict: a layout fits when both the seed's total (state + activations + reserve) and the step
+// peak plus the fixed overheads outside the allocator (persistent + transient + activations +
+// max(backward working set, output phase) + context, cuBLAS, NCCL) are within the capacity. The seed's
+// total decides every figure the seed prints; the step peak decides at long sequences and large
+// vocabularies, where the output phase alone can dwarf the 10 GiB reserve.
 #pragma once
 
 #include <array>
@@ -26,26 +32,33 @@ struct stage_breakdown {
   std::int64_t state = 0;              // persistent + transient (the seed's "state" column)
   std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
   std::int64_t activations = 0;
-  std::int64_t logits = 0;  // one fp32 logits copy on the last stage; in the reserve, not added
-  // Beyond the seed's model (reported, not added): filled by estimate(), zero in the search's fast path.
-  std::int64_t working_set = 0;   // one layer's backward working set (ledger.hpp)
-  std::int64_t output_phase = 0;  // last stage: fp32 logits + loss + logits gradient
-  std::int64_t step_peak = 0;     // persistent + transient + activations + max(output_phase, working_set)
+  std::int64_t logits = 0;           // one fp32 logits copy on the last stage; in the reserve, not added
+  std::int64_t working_set = 0;      // one layer's backward working set (ledger.hpp)
+  std::int64_t output_phase = 0;     // last stage: the loss's tensors (output_phase_tensors)
+  std::int64_t step_peak = 0;        // persistent + transient + activations + max(output_phase, working_set)
+  std::int64_t fixed_overheads = 0;  // outside the allocator: context, cuBLAS, NCCL (device_spec)
+  std::int64_t peak_total = 0;       // step_peak + fixed_overheads
   std::int64_t reserve = 0;
-  std::int64_t total = 0;  // state + activations + reserve
+  std::int64_t total = 0;  // state + activations + reserve: the seed's total
   std::int64_t capacity = 0;
-  std::int64_t headroom = 0;  // capacity - total (negative when it does not fit)
-  bool fits = false;
+  std::int64_t headroom = 0;  // capacity - decisive_total() (negative when it does not fit)
+  bool fits = false;          // both totals within the capacity
+
+  // Returns whether the step peak (+ fixed overheads), not the seed's total, decides the verdict.
+  bool peak_decides() const { return peak_total > total; }
+  // Returns the total that decides: the larger of the seed's total and the step peak + fixed overheads.
+  std::int64_t decisive_total() const { return peak_decides() ? peak_total : total; }
 };
 
 // Everything a layout's figures derive from that does not depend on the stage.
 struct plan_basis {
   param_counts params;
-  std::vector<ledger_entry> ledger;  // one layer, one micro-batch, this rank
-  activation_sums per_layer;         // sums of `ledger`
+  std::vector<ledger_entry> ledger;        // one layer, one micro-batch, this rank
+  activation_sums per_layer;               // sums of `ledger`
+  peak_sums peaks;                         // the working set and output phase the step peak adds
   std::vector<ledger_entry> working_set;   // one layer's backward working set (backward_working_set)
   std::vector<ledger_entry> output_phase;  // the last stage's output-layer tensors
-  std::int64_t microbatches = 1;     // per step: ceil(global batch / (micro-batch x dp))
+  std::int64_t microbatches = 1;           // per step: ceil(global batch / (micro-batch x dp))
 };
 
 struct breakdown {
@@ -67,12 +80,12 @@ std::int64_t microbatches_per_step(const problem& p, const layout& l);
 // Returns the breakdown of one stage, given the precomputed per-layer sums. No allocation: this is the
 // inner loop of --suggest.
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                               const layout& l, int stage);
+                               const peak_sums& peaks, const layout& l, int stage);
 
-// Returns the stage with the largest total. Only the first and the last stage can be the worst: middle
-// stages hold the same layers, fewer micro-batches in flight, and neither embedding nor output layer.
+// Returns the stage with the largest decisive total. Only the first and the last stage can be the worst:
+// middle stages hold the same layers, fewer micro-batches in flight, and neither embedding nor output layer.
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                               const layout& l);
+                               const peak_sums& peaks, const layout& l);
 
 // Returns the bytes of one layer's unsharded parameter gradients that exist before reduce-scatter
 // (ZeRO >= 2 with more than one shard), else 0.

@@ -133,14 +133,24 @@ std::string explain_plan(const problem& p, const breakdown& b) {
       << gib_str(alt.worst_stage().activations) << " GiB, total " << gib_str(alt.worst_stage().total)
       << " GiB\n";
   }
-  if (w.logits)
-    o << "  not added (left to the reserve, as the seed does): fp32 logits on the last stage " << s / l.cp
-      << " * " << mb << " * " << (m.vocab + l.tp - 1) / l.tp << " * 4 = " << gib_str(w.logits, 2)
-      << " GiB per copy\n";
   o << "\n(c) Total\n";
   o << "  total = state " << gib_str(w.state) << " + activations " << gib_str(w.activations) << " + reserve "
-    << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB\n";
-  o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.total) << " = " << gib_str(w.headroom)
+    << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB (the seed's)\n";
+  o << "  step peak = persistent " << gib_str(w.persistent) << " + transient " << gib_str(w.transient)
+    << " + activations " << gib_str(w.activations) << " + max(backward working set " << gib_str(w.working_set)
+    << ", output phase " << gib_str(w.output_phase) << ") = " << gib_str(w.step_peak) << " GiB\n";
+  if (w.output_phase)
+    o << "    output phase, " << to_string(p.training.loss) << " loss: " << s / l.cp << " * " << mb
+      << " tokens * " << (m.vocab + l.tp - 1) / l.tp << " logits * "
+      << (p.training.loss == loss_kind::fused
+              ? "(4 fp32 softmax + " + std::to_string(p.precision.activation_bytes) + " gradient)"
+              : "(2 + 4 + 4 + 4 + 4)")
+      << " bytes + per-token loss terms = " << gib_str(w.output_phase, 2) << " GiB\n";
+  o << "  step peak + fixed overheads " << gib_str(w.fixed_overheads, 2)
+    << " (context, cuBLAS, NCCL) = " << gib_str(w.peak_total) << " GiB\n";
+  o << "  decided by: " << (w.peak_decides() ? "the step peak + fixed overheads (" : "the seed's total (")
+    << gib_str(w.decisive_total()) << " GiB, the larger of the two)\n";
+  o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.decisive_total()) << " = " << gib_str(w.headroom)
     << " GiB (" << fixed(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 1)
     << "%): "
     << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but under 5% headroom is too tight to trust" : "fits")

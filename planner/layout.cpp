@@ -21,6 +21,10 @@ const char* to_string(attention_kind a) {
   return a == attention_kind::eager ? "eager" : "flash";
 }
 
+const char* to_string(loss_kind k) {
+  return k == loss_kind::fused ? "fused" : "unfused";
+}
+
 std::string axes_string(const layout& l) {
   std::string s =
       "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp());
@@ -48,6 +52,8 @@ void validate(const training_spec& t, const device_spec& d) {
   if (d.capacity <= 0) throw bad_input("gpu-mem", "must be positive");
   if (d.reserve < 0) throw bad_input("reserve", "must not be negative");
   if (d.reserve >= d.capacity) throw bad_input("reserve", "must be smaller than gpu-mem");
+  if (d.fixed_overheads < 0) throw bad_input("fixed-overheads", "must not be negative");
+  if (d.fixed_overheads >= d.capacity) throw bad_input("fixed-overheads", "must be smaller than gpu-mem");
   if (d.gpus_per_node <= 0) throw bad_input("gpus-per-node", "must be positive");
 }
 

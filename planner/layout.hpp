@@ -15,6 +15,10 @@ namespace headroom {
 
 enum class recompute_mode { none, selective, full };
 enum class attention_kind { eager, flash };
+// How the loss holds the logits (docs/model.md, "The output phase"): fused = Megatron's vocab-parallel
+// cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); unfused = PyTorch's
+// F.cross_entropy on upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
+enum class loss_kind { fused, unfused };
 
 struct training_spec {
   std::int64_t seq = 2048;
@@ -22,11 +26,15 @@ struct training_spec {
   std::int64_t global_batch =
       1536;  // sequences per step; sets the micro-batches per step (GPT-3: 1536 x 2048)
   attention_kind attention = attention_kind::eager;
+  loss_kind loss = loss_kind::fused;
 };
 
 struct device_spec {
   std::int64_t capacity = 192 * gib;  // bytes of one GPU
   std::int64_t reserve = 10 * gib;    // bytes kept back for context, NCCL, fragmentation (the seed's guess)
+  // Memory outside the allocator that the step peak must leave room for: CUDA context (512 MiB), cuBLAS
+  // workspace (32 MiB), NCCL buffers (512 MiB): a documented default until `probe --overheads` measures it.
+  std::int64_t fixed_overheads = 1056 * mib;
   int gpus_per_node = 8;
 };
 
@@ -72,6 +80,7 @@ void validate(const training_spec& t, const device_spec& d);
 
 const char* to_string(recompute_mode r);
 const char* to_string(attention_kind a);
+const char* to_string(loss_kind k);
 // Returns "tp=2 pp=1 dp=16" plus " cp=2", " vpp=2", " sp" when they apply.
 std::string axes_string(const layout& l);
 // Returns the seed's strategy name: "DDP", "ZeRO-1".."ZeRO-3" (+ " + offload").

@@ -7,8 +7,8 @@
 namespace headroom {
 
 ledger_shape shape_of(const problem& p, const layout& l) {
-  return {p.training.seq,       p.training.micro_batch,      l.tp, l.sp(), l.cp,
-          p.training.attention, p.precision.activation_bytes};
+  return {p.training.seq,       p.training.micro_batch,       l.tp,           l.sp(), l.cp,
+          p.training.attention, p.precision.activation_bytes, p.training.loss};
 }
 
 namespace {
@@ -119,14 +119,53 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
 std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s) {
   const std::int64_t tokens = detail::checked_mul(s.seq / s.cp, s.micro_batch, "logits");
   const std::int64_t v = (m.vocab + s.tp - 1) / s.tp;
+  const std::int64_t act = s.activation_bytes;
   std::vector<ledger_entry> out;
   const std::string cpdiv = s.cp > 1 ? "/cp" : "";
-  out.push_back(
-      {"output.logits", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
-  out.push_back({"output.loss", "4*s*b" + cpdiv, {tokens}, 4, product({tokens}, 4), act_role::saved});
-  out.push_back(
-      {"output.logits.grad", "4*s*b*V/t" + cpdiv, {tokens, v}, 4, product({tokens, v}, 4), act_role::saved});
+  auto logit = [&](std::string name, std::int64_t dtype) {
+    out.push_back({std::move(name),
+                   std::to_string(dtype) + "*s*b*V/t" + cpdiv,
+                   {tokens, v},
+                   dtype,
+                   product({tokens, v}, dtype),
+                   act_role::saved});
+  };
+  auto token = [&](std::string name, std::int64_t dtype) {
+    out.push_back({std::move(name),
+                   std::to_string(dtype) + "*s*b" + cpdiv,
+                   {tokens},
+                   dtype,
+                   product({tokens}, dtype),
+                   act_role::saved});
+  };
+  if (s.loss == loss_kind::fused) {
+    // Megatron's _VocabParallelCrossEntropy: logits.float() is exponentiated and normalised in place and
+    // saved; backward turns it into the gradient in place; the output layer's backward gets it cast back.
+    // The forward peak (bf16 logits + their fp32 copy) holds the same 6 bytes per logit.
+    logit("output.softmax", 4);
+    logit("output.logits.grad", act);
+    token("output.loss", 4);
+    token("output.target_mask", 1);
+    token("output.masked_target", 8);
+  } else {
+    // F.cross_entropy(logits.float(), target): log_softmax saves its output; backward makes the gradient
+    // of that output (nll_loss) and of its input (log_softmax) before the cast back to bf16.
+    logit("output.logits", act);
+    logit("output.logits.fp32", 4);
+    logit("output.log_softmax", 4);
+    logit("output.log_softmax.grad", 4);
+    logit("output.logits.fp32.grad", 4);
+    token("output.loss", 4);
+  }
   return out;
+}
+
+peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
+  peak_sums p;
+  for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
+    p.working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0));
+  p.output_phase = total_bytes(output_phase_tensors(m, s));
+  return p;
 }
 
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries) {

@@ -4,6 +4,7 @@
 // ../shared/reference/memory-facts.md; docs/model.md derives each line.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ struct ledger_shape {
   int cp = 1;
   attention_kind attention = attention_kind::eager;
   std::int64_t activation_bytes = 2;
+  loss_kind loss = loss_kind::fused;
 };
 
 // Returns the ledger shape of one layout of a problem.
@@ -68,8 +70,25 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger);
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes);
 
-// Returns the output layer's tensors on the last stage: fp32 logits, per-token loss, fp32 logits gradient.
+// Returns the output layer's tensors alive together at the peak of the loss on the last stage, as the
+// loss holds them (ledger_shape::loss). fused (Megatron's vocab-parallel cross-entropy): the fp32 softmax
+// saved for backward and turned into the gradient in place, the bf16 gradient cast for the output layer's
+// backward, and per token the loss, target mask and masked target: 6 bytes per logit. unfused (PyTorch's
+// F.cross_entropy on upcast logits): bf16 logits, their fp32 copy, log_softmax's saved fp32 output, and in
+// backward the fp32 gradients of both: 18 bytes per logit. docs/model.md gives the sources.
 std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s);
+
+// What the step peak adds to the saved activations, per micro-batch on one rank: the backward working set
+// of one layer under each recompute mode (without ZeRO's unsharded gradients, which depend on the
+// layout) and the last stage's output phase. The search precomputes these per (tp, sp, cp).
+struct peak_sums {
+  std::array<std::int64_t, 3> working_set{};  // indexed by recompute_mode
+  std::int64_t output_phase = 0;
+  std::int64_t working_set_of(recompute_mode r) const { return working_set[static_cast<std::size_t>(r)]; }
+};
+
+// Returns the peak sums of one layer shape.
+peak_sums sum_peaks(const model_spec& m, const ledger_shape& s);
 
 // Returns the sum of the entries' bytes.
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries);

@@ -57,9 +57,10 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
         probe.cp = c;
         probe.sequence_parallel = sp;
         if (!valid(probe, axes.tp || axes.cp || axes.sequence_parallel)) continue;
-        auto sums = sum_ledger(layer_ledger(m, shape_of(p, probe)));
+        const ledger_shape shape = shape_of(p, probe);
+        auto sums = sum_ledger(layer_ledger(m, shape));
         detail::checked_mul(sums.none, m.layers * 4, "activations");
-        m_variants.push_back({t, c, probe.sp(), sums});
+        m_variants.push_back({t, c, probe.sp(), sums, sum_peaks(m, shape)});
       }
   }
   for (int q = 1; q <= std::max<std::int64_t>(m.layers, axes.pp.value_or(0)); ++q) {
@@ -99,7 +100,7 @@ void layout_search::for_each_layout(int gpus, Visit&& visit) const {
         for (auto r : modes) {
           if (m_axes.recompute && *m_axes.recompute != r) continue;
           l.recompute = r;
-          if (!visit(l, v.sums)) return;
+          if (!visit(l, v)) return;
         }
       }
     }
@@ -112,10 +113,10 @@ suggestion layout_search::suggest(int gpus) const {
   s.gpus = gpus;
   s.bound = bound_for(m_problem, gpus, m_axes.offload_optimizer);
   const std::int64_t tight_below = m_problem.device.capacity / 20;
-  for_each_layout(gpus, [&](const layout& l, const activation_sums& sums) {
+  for_each_layout(gpus, [&](const layout& l, const variant& v) {
     ++s.evaluated;
-    candidate c{l, evaluate_worst(m_problem, m_params, sums, l), {}, false};
-    if (!s.smallest || c.worst.total < s.smallest->worst.total) s.smallest = c;
+    candidate c{l, evaluate_worst(m_problem, m_params, v.sums, v.peaks, l), {}, false};
+    if (!s.smallest || c.worst.decisive_total() < s.smallest->worst.decisive_total()) s.smallest = c;
     if (c.worst.fits) {
       c.cost = cost_of(m_problem, m_params, l, m_costs);
       c.tight = c.worst.headroom < tight_below;
@@ -134,9 +135,9 @@ suggestion layout_search::suggest(int gpus) const {
 
 bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
   bool found = false;
-  for_each_layout(gpus, [&](const layout& l, const activation_sums& sums) {
+  for_each_layout(gpus, [&](const layout& l, const variant& v) {
     ++evaluated;
-    found = evaluate_worst(m_problem, m_params, sums, l).fits;
+    found = evaluate_worst(m_problem, m_params, v.sums, v.peaks, l).fits;
     return !found;
   });
   return found;

@@ -72,6 +72,7 @@ class layout_search {
     int tp, cp;
     bool sp;
     activation_sums sums;
+    peak_sums peaks;
   };
   template <class Visit>
   void for_each_layout(int gpus, Visit&& visit) const;

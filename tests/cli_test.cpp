@@ -106,7 +106,7 @@ TEST(Cli, JsonCarriesEveryTermInBytes) {
   auto r = run(g + "--gpus 32 --zero 3 --recompute selective --json");
   ASSERT_EQ(r.status, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema"], "headroom.plan/1");
+  EXPECT_EQ(j["schema"], "headroom.plan/2");
   EXPECT_TRUE(j["predicted"].get<bool>());
   const auto& s = j["stages"][0];
   EXPECT_EQ(s["total_bytes"].get<std::int64_t>(), s["state_bytes"].get<std::int64_t>() +

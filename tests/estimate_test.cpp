@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "planner/suggest.hpp"
 #include "test_support.hpp"
 
 namespace headroom {
@@ -116,7 +119,47 @@ TEST(Estimate, ReserveAndCapacityComeFromTheDevice) {
   p.device.reserve = 3 * gib;
   auto w = estimate(p, make_layout(32, 3, recompute_mode::full)).worst_stage();
   EXPECT_EQ(w.total, w.state + w.activations + 3 * gib);
-  EXPECT_EQ(w.headroom, 139 * gib - w.total);
+  // With a 3 GiB reserve the step peak (+ fixed overheads) is the larger total, and it decides.
+  EXPECT_EQ(w.fixed_overheads, 1056 * mib);
+  EXPECT_EQ(w.peak_total, w.step_peak + 1056 * mib);
+  EXPECT_TRUE(w.peak_decides());
+  EXPECT_EQ(w.headroom, 139 * gib - w.peak_total);
+}
+
+// The verdict needs both totals within the capacity. MPT-7B at 65k tokens on 45 GiB: the seed's total
+// (state + activations + reserve) fits, the step peak (the 18.5 GiB output phase on top of state and
+// activations) plus the fixed overheads does not, and it decides.
+TEST(Estimate, TheStepPeakDecidesWhenItIsLarger) {
+  problem p = default_problem(load_preset("mpt-7b", preset_dir()));
+  p.training.seq = 65536;
+  p.training.attention = attention_kind::flash;
+  p.device.capacity = 45 * gib;
+  const layout l = make_layout(8, 3, recompute_mode::full);
+  const stage_breakdown w = estimate(p, l).worst_stage();
+  EXPECT_LE(w.total, p.device.capacity);
+  EXPECT_EQ(w.step_peak,
+            w.persistent + w.transient + w.activations + std::max(w.working_set, w.output_phase));
+  EXPECT_EQ(w.output_phase, 65536LL * 50432 * 6 + 65536LL * 13);
+  EXPECT_GT(w.peak_total, p.device.capacity);
+  EXPECT_TRUE(w.peak_decides());
+  EXPECT_FALSE(w.fits);
+  EXPECT_EQ(w.headroom, p.device.capacity - w.peak_total);
+  // No search lists a layout the step peak rules out.
+  const layout_search search(p, {}, {});
+  for (const auto& c : search.suggest(8).fitting) EXPECT_LE(c.worst.peak_total, p.device.capacity);
+}
+
+// The seed's own layouts keep their verdicts: the seed's total decides every one of them.
+TEST(Estimate, TheSeedsTotalDecidesTheSeedsLayouts) {
+  const problem p = preset_problem("gpt3-175b");
+  for (auto [gpus, pp, r] : {std::tuple{16, 1, recompute_mode::full},
+                             {15, 3, recompute_mode::full},
+                             {32, 1, recompute_mode::selective},
+                             {32, 2, recompute_mode::selective}}) {
+    const breakdown b = estimate(p, make_layout(gpus, 3, r, 1, pp));
+    for (const auto& s : b.stages) EXPECT_FALSE(s.peak_decides()) << gpus << " GPUs, stage " << s.stage;
+    EXPECT_TRUE(b.fits());
+  }
 }
 
 }  // namespace

@@ -112,5 +112,31 @@ TEST(Ledger, LogitsAreTokensTimesVocabOverTpInFp32) {
   EXPECT_EQ(logits_bytes(m, {2048, 1, 2, false, 1, attention_kind::eager, 2}), 2048LL * 25129 * 4);
 }
 
+// The output phase as the loss holds it, against closed forms derived from the two losses' code
+// (Megatron's _VocabParallelCrossEntropy; PyTorch's log_softmax + nll_loss on upcast logits).
+TEST(Ledger, OutputPhaseAsEachLossHoldsIt) {
+  auto m = gpt_like(96, 12288, 96);  // vocab 50257
+  const std::int64_t tokens = 2048, v = 50257;
+  ledger_shape s{2048, 1, 1, false, 1, attention_kind::eager, 2, loss_kind::fused};
+  // fp32 softmax (saved, becomes the gradient in place) + bf16 gradient; per token loss, mask, target.
+  EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), tokens * v * (4 + 2) + tokens * (4 + 1 + 8));
+  s.loss = loss_kind::unfused;
+  // bf16 logits, fp32 copy, log_softmax output, its gradient, the fp32 logits' gradient; per-token loss.
+  EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), tokens * v * (2 + 4 + 4 + 4 + 4) + tokens * 4);
+  // Vocab-parallel: each of 8 tp ranks holds ceil(V / 8) columns; cp divides the tokens.
+  s = {2048, 2, 8, true, 2, attention_kind::eager, 2, loss_kind::fused};
+  EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), 1024 * 2 * 6283LL * 6 + 1024 * 2 * 13LL);
+}
+
+// MPT-7B at 65,536 tokens (the case): the fused loss alone holds 65536 * 50432 * 6 bytes = 18.5 GiB.
+TEST(Ledger, LongContextOutputPhase) {
+  const model_spec m = load_preset("mpt-7b", preset_dir());
+  const ledger_shape s{65536, 1, 1, false, 1, attention_kind::flash, 2, loss_kind::fused};
+  const auto bytes = total_bytes(output_phase_tensors(m, s));
+  EXPECT_EQ(bytes, 65536LL * 50432 * 6 + 65536LL * 13);
+  EXPECT_NEAR(static_cast<double>(bytes) / gib, 18.47, 0.01);
+  EXPECT_EQ(sum_peaks(m, s).output_phase, bytes);
+}
+
 }  // namespace
 }  // namespace headroom
