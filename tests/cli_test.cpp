@@ -286,6 +286,31 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
   }
 }
 
+// A long context where the step peak decides (README): the seed's total fits 40 GB, the peak does not.
+TEST(Cli, LongContextStepPeakDecides) {
+  auto r = run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
+               "--gpu-mem 37.25");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("    39.3* no\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("* total = step peak + fixed overheads"), std::string::npos);
+  EXPECT_NE(r.out.find("total                                   29.8 GiB"), std::string::npos);
+  EXPECT_NE(r.out.find("which decides"), std::string::npos);
+  auto j = nlohmann::json::parse(run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full "
+                                     "--attention flash --gpu-mem 37.25 --json").out);
+  const auto& st = j["stages"][0];
+  EXPECT_EQ(st["decided_by"], "step_peak");
+  EXPECT_FALSE(st["fits"].get<bool>());
+  EXPECT_EQ(st["peak_total_bytes"].get<std::int64_t>(),
+            st["step_peak_bytes"].get<std::int64_t>() + st["fixed_overheads_bytes"].get<std::int64_t>());
+  // More room outside the allocator claimed, or the unfused loss: worse, never better.
+  auto unfused = run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
+                     "--gpu-mem 80 --loss unfused --json");
+  auto fused = run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
+                   "--gpu-mem 80 --json");
+  EXPECT_GT(nlohmann::json::parse(unfused.out)["stages"][0]["output_phase_bytes"].get<std::int64_t>(),
+            nlohmann::json::parse(fused.out)["stages"][0]["output_phase_bytes"].get<std::int64_t>() * 2);
+}
+
 // Without a GPU (here, CI): one line "no CUDA device (reason)", exit 4, nothing on stdout, no file. With one
 // (the device check runs this suite too) the same commands measure and exit 0.
 TEST(CliProbe, CudaBackendWithoutOneSaysSo) {
