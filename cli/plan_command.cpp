@@ -32,6 +32,17 @@ void add_problem_options(CLI::App* c, plan_options& o) {
   c->add_option("--tp", o.tp, "Tensor-parallel size")->capture_default_str();
   c->add_option("--pp", o.pp, "Pipeline-parallel size")->capture_default_str();
   c->add_option("--cp", o.cp, "Context-parallel size")->capture_default_str();
+  c->add_option("--pp-layout", o.pp_layout, "Transformer layers of each pipeline stage, e.g. 31,32,32,31")
+      ->delimiter(',');
+  c->add_option(
+      "--first-stage-layers", o.first_stage_layers,
+      "Layers of the first stage; the rest split evenly (Megatron's decoder-first-pipeline-num-layers)");
+  c->add_option("--last-stage-layers", o.last_stage_layers,
+                "Layers of the last stage (Megatron's decoder-last-pipeline-num-layers)");
+  c->add_flag("--embedding-as-layer", o.embedding_as_layer,
+              "Count the embedding as a pipeline layer (Megatron's account-for-embedding-in-pipeline-split)");
+  c->add_flag("--loss-as-layer", o.loss_as_layer,
+              "Count the output layer and loss as a pipeline layer (account-for-loss-in-pipeline-split)");
   c->add_option("--vpp", o.vpp, "Virtual (interleaved) stages per pipeline rank")->capture_default_str();
   c->add_option("--zero", o.zero, "ZeRO stage 0..3")->capture_default_str();
   c->add_option("--recompute", o.recompute, "Activation recomputation: none, selective, full")
@@ -121,6 +132,11 @@ problem problem_from(const plan_options& o) {
   p.device.reserve = gib_flag(o.reserve_gib, "reserve");
   p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
   p.training.loss = o.loss == "unfused" ? loss_kind::unfused : loss_kind::fused;
+  p.training.split = {o.pp_layout, o.first_stage_layers, o.last_stage_layers, o.embedding_as_layer,
+                      o.loss_as_layer};
+  if (o.first_stage_layers < 0 || o.last_stage_layers < 0)
+    throw bad_input("first-stage-layers", "stage layer counts must be positive");
+  if (o.pp_layout.size() > 100'000) throw bad_input("pp-layout", "is absurd (over 100000 stages)");
   p.device.gpus_per_node = o.gpus_per_node;
   validate(p.training, p.device);
   if (!(o.costs.tflops > 0) || !(o.costs.mfu > 0) || o.costs.mfu > 1 || !(o.costs.intra_node_gbs > 0) ||

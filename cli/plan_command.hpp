@@ -22,6 +22,9 @@ struct plan_options {
   bool sequence_parallel = true, offload = false;
   double gpu_mem_gib = 192, reserve_gib = 10, fixed_overheads_gib = 1056.0 / 1024;
   int gpus_per_node = 8;
+  std::vector<std::int64_t> pp_layout;
+  std::int64_t first_stage_layers = 0, last_stage_layers = 0;
+  bool embedding_as_layer = false, loss_as_layer = false;
   bool json = false, csv = false, explain = false, suggest = false, min_gpus = false;
   std::size_t top = 20;
   int max_gpus = 16384;

@@ -236,8 +236,9 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
                     static_cast<long long>(s.layer_activations));
       o << buf;
       for (auto v : {s.params, s.grads, s.master, s.optimizer}) o << " " << num8(v);
-      o << "  " << num8(s.transient) << " " << num8(s.activations) << " " << num8(s.total) << "  "
-        << num8(s.headroom) << (s.stage == b.worst ? "  <- worst" : "") << "\n";
+      o << "  " << num8(s.transient) << " " << num8(s.activations) << " " << num8(s.decisive_total())
+        << (s.peak_decides() ? "* " : "  ") << num8(s.headroom) << (s.stage == b.worst ? "  <- worst" : "")
+        << "\n";
     }
   }
 }

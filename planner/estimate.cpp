@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "errors.hpp"
+#include "schedule.hpp"
 
 namespace headroom {
 
@@ -30,14 +31,15 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   stage_breakdown s;
   s.stage = stage;
   const std::int64_t L = p.model.layers;
-  s.layers = L / l.pp;
+  s.layers = stage_layers(p, l, stage);
   const bool first = stage == 0, last = stage == l.pp - 1;
 
   // Parameters this rank owns. A stated Ψ is spread evenly (the seed's convention); a derived one puts
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
   std::int64_t stage_params = 0;
   if (pc.stated) {
-    stage_params = pc.total / l.pp;  // layers divide evenly, so this is Psi * (L/pp) / L
+    // Psi * layers_k / L, in 128 bits: with an even split this is Psi / pp exactly, the seed's figure.
+    stage_params = static_cast<std::int64_t>(static_cast<__int128>(pc.total) * s.layers / L);
   } else {
     stage_params = s.layers * pc.per_layer;
     if (first) stage_params += pc.embedding;
@@ -83,17 +85,11 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   }
   s.state = s.persistent + s.transient;
 
-  // 1F1B: stage k keeps min(pp - k, M) micro-batches of its layers. Interleaved (vpp > 1), Megatron's
-  // warm-up keeps 2(pp-k-1) + (vpp-1)pp + 1 chunks of L/(pp*vpp) layers; for k = 0 that is the factor
+  // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
+  // interleaved, 2(pp-k-1) + (vpp-1)pp + 1 chunks of layers/vpp, for k = 0 the factor
   // (1 + (pp-1)/(pp*vpp)) of memory-facts.md.
   const std::int64_t M = microbatches_per_step(p, l);
-  if (l.vpp == 1) {
-    s.layer_activations = s.layers * std::min<std::int64_t>(l.pp - stage, M);
-  } else {
-    const std::int64_t chunks = std::min<std::int64_t>(
-        2 * (l.pp - stage - 1) + static_cast<std::int64_t>(l.vpp - 1) * l.pp + 1, M * l.vpp);
-    s.layer_activations = chunks * (s.layers / l.vpp);
-  }
+  s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
   s.activations = sat_mul(s.layer_activations, per_layer.of(l.recompute));
   if (last)
     s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
@@ -116,8 +112,13 @@ stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const a
                                const peak_sums& peaks, const layout& l) {
   stage_breakdown a = evaluate_stage(p, pc, per_layer, peaks, l, 0);
   if (l.pp == 1) return a;
-  stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, l.pp - 1);
-  return b.decisive_total() > a.decisive_total() ? b : a;
+  // A middle stage holding more layers than the first (an explicit or counted split) can be the worst.
+  const int from = middle_stages_dominated(p, l) ? l.pp - 1 : 1;
+  for (int k = from; k < l.pp; ++k) {
+    stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, k);
+    if (b.decisive_total() > a.decisive_total()) a = b;
+  }
+  return a;
 }
 
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {

@@ -2,6 +2,7 @@
 #include "layout.hpp"
 
 #include "errors.hpp"
+#include "schedule.hpp"
 
 namespace headroom {
 
@@ -83,13 +84,10 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   if (m.ffn_hidden % l.tp != 0)
     return bad_input("tp", "ffn hidden (" + std::to_string(m.ffn_hidden) +
                                ") not divisible by tp=" + std::to_string(l.tp));
-  if (m.layers % l.pp != 0)
-    return bad_input("pp",
-                     "layers (" + std::to_string(m.layers) + ") not divisible by pp=" + std::to_string(l.pp));
-  if ((m.layers / l.pp) % l.vpp != 0)
-    return bad_input("vpp", "layers per stage (" + std::to_string(m.layers / l.pp) +
-                                ") not divisible by vpp=" + std::to_string(l.vpp));
   if (l.vpp > 1 && l.pp == 1) return bad_input("vpp", "interleaving needs pp > 1");
+  if (l.pp > m.layers + 2)  // cheap bound before the split is walked (2: a counted embedding and loss)
+    return bad_input("pp", "layers (" + std::to_string(m.layers) + ") fewer than pp=" + std::to_string(l.pp));
+  if (auto e = split_error(p, l)) return e;
   if (p.training.seq % l.cp != 0)
     return bad_input("cp", "sequence (" + std::to_string(p.training.seq) +
                                ") not divisible by cp=" + std::to_string(l.cp));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "errors.hpp"
 #include "model_spec.hpp"
@@ -20,6 +21,15 @@ enum class attention_kind { eager, flash };
 // F.cross_entropy on upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
 enum class loss_kind { fused, unfused };
 
+// How the layers are cut into pipeline stages (planner/schedule.hpp). All defaults: a balanced split.
+struct pipeline_split {
+  std::vector<std::int64_t> layers;  // --pp-layout: one count per stage
+  std::int64_t first_stage = 0;      // --first-stage-layers (Megatron's decoder-first-pipeline-num-layers)
+  std::int64_t last_stage = 0;       // --last-stage-layers
+  bool embedding_as_layer = false;   // Megatron's account-for-embedding-in-pipeline-split, BLOOM's partition
+  bool loss_as_layer = false;        // Megatron's account-for-loss-in-pipeline-split
+};
+
 struct training_spec {
   std::int64_t seq = 2048;
   std::int64_t micro_batch = 1;
@@ -27,6 +37,7 @@ struct training_spec {
       1536;  // sequences per step; sets the micro-batches per step (GPT-3: 1536 x 2048)
   attention_kind attention = attention_kind::eager;
   loss_kind loss = loss_kind::fused;
+  pipeline_split split;
 };
 
 struct device_spec {

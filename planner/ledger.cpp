@@ -77,8 +77,8 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger) {
   activation_sums s;
   for (const auto& e : ledger) {
     s.none = detail::checked_add(s.none, e.bytes, "activation ledger");
-    if (e.role != act_role::attention_core) s.selective += e.bytes;
-    if (e.role == act_role::layer_input) s.full += e.bytes;
+    if (kept_for_backward(e.role, recompute_mode::selective)) s.selective += e.bytes;
+    if (kept_for_backward(e.role, recompute_mode::full)) s.full += e.bytes;
   }
   return s;
 }
@@ -87,9 +87,7 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
                                                std::int64_t unsharded_grad_bytes) {
   std::vector<ledger_entry> out;
   for (const auto& e : layer_ledger(m, s)) {
-    const bool dropped = (r == recompute_mode::selective && e.role == act_role::attention_core) ||
-                         (r == recompute_mode::full && e.role != act_role::layer_input);
-    if (dropped) {
+    if (!kept_for_backward(e.role, r)) {
       out.push_back(e);
       out.back().name = "recomputed." + e.name;
     }

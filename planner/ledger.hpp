@@ -20,6 +20,14 @@ enum class act_role {
   attention_core,  // the attention core's internals: dropped by selective recomputation
 };
 
+// The keep-rule of each recompute mode, stated once: none keeps every tensor for backward, selective all
+// but the attention core (Korthikanti et al.'s selective recomputation), full only the layer's input.
+inline bool kept_for_backward(act_role role, recompute_mode r) {
+  if (r == recompute_mode::none) return true;
+  if (r == recompute_mode::selective) return role != act_role::attention_core;
+  return role == act_role::layer_input;
+}
+
 struct ledger_entry {
   std::string name;                 // "attn.softmax.output"
   std::string formula;              // closed form of `bytes` on one rank, e.g. "2*a*s^2*b/t"

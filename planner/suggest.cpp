@@ -63,12 +63,14 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
         m_variants.push_back({t, c, probe.sp(), sums, sum_peaks(m, shape)});
       }
   }
-  for (int q = 1; q <= std::max<std::int64_t>(m.layers, axes.pp.value_or(0)); ++q) {
+  // Every pp whose split is valid: layers need not divide (the balanced split of schedule.hpp), so
+  // Llama 3 405B's 126 layers are searched at pp = 16 too.
+  for (int q = 1; q <= std::max<std::int64_t>(m.layers + 2, axes.pp.value_or(0)); ++q) {
     if (axes.pp && *axes.pp != q) continue;
     layout probe;
     probe.gpus = probe.pp = q;
     probe.vpp = axes.vpp;
-    if ((axes.pp || m.layers % q == 0) && valid(probe, axes.pp.has_value())) m_pp.push_back(q);
+    if (valid(probe, axes.pp.has_value())) m_pp.push_back(q);
   }
   if (m_variants.empty() || m_pp.empty()) {
     if (first_error) throw *first_error;

@@ -12,6 +12,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/ledger.hpp"
+#include "planner/schedule.hpp"
 
 namespace headroom::probes {
 
@@ -57,12 +58,6 @@ class trace_builder {
   step_trace& m_t;
 };
 
-bool kept(const ledger_entry& e, recompute_mode r) {
-  if (r == recompute_mode::none) return true;
-  if (r == recompute_mode::selective) return e.role != act_role::attention_core;
-  return e.role == act_role::layer_input;
-}
-
 }  // namespace
 
 step_trace build_trace(const problem& p, const layout& l, int stage) {
@@ -84,13 +79,13 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   // Micro-batches to trace: enough to reach the schedule's steady state (one forward after the warm-up).
   // Megatron's interleaved schedule runs pp micro-batches per round, so it needs M divisible by pp.
   const std::int64_t M = b.basis.microbatches, pp = l.pp, v = l.vpp;
-  const std::int64_t warmup_chunks = v == 1 ? pp - stage - 1 : 2 * (pp - stage - 1) + (v - 1) * pp;
+  const std::int64_t warmup_steps = warmup_chunks(l, stage);
   std::int64_t m = std::min<std::int64_t>(M, pp - stage + 1);
   if (v > 1) {
     if (M % pp != 0)
       throw bad_input("vpp", "the interleaved schedule needs micro-batches per step (" + std::to_string(M) +
                                  ") divisible by pp=" + std::to_string(pp));
-    m = std::min<std::int64_t>(M, pp * ((warmup_chunks + 2 + pp * v - 1) / (pp * v)));
+    m = std::min<std::int64_t>(M, pp * ((warmup_steps + 2 + pp * v - 1) / (pp * v)));
   }
   t.microbatches_per_step = M;
   t.microbatches_traced = m;
@@ -105,16 +100,18 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
     tb.alloc("state." + buf.name, {bytes / dtype}, dtype, bytes, phase::state);
   }
 
-  // A model chunk is L / (pp * vpp) consecutive layers; chunk c of this stage starts at layer
-  // (c * pp + stage) * chunk_layers (vpp = 1: one chunk, the stage's layers).
+  // A model chunk is the stage's layers / vpp consecutive layers; chunk c of this stage starts at layer
+  // (c * pp + stage) * chunk_layers (every stage holds the same layers when vpp > 1); with vpp = 1, one
+  // chunk starting where the split puts this stage.
   const std::int64_t layers = sb.layers / v;
+  const std::int64_t stage_first = first_layer_of(p, l, stage);
   const bool gathers = sb.transient > 0;
   const std::int64_t gather_bytes = gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
   const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, layers);
   const std::int64_t param_bytes = p.precision.bytes_of(buffer_kind::params);
   const std::int64_t gather_dtype = gather_bytes % param_bytes == 0 ? param_bytes : 1;
   const bool last = stage == l.pp - 1;
-  auto first_layer = [&](std::int64_t chunk) { return (chunk * pp + stage) * layers; };
+  auto first_layer = [&](std::int64_t chunk) { return v == 1 ? stage_first : (chunk * pp + stage) * layers; };
   auto slot = [&](std::int64_t v_mb, std::int64_t chunk) {
     return static_cast<std::size_t>(v_mb * v + chunk);
   };
@@ -145,7 +142,9 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
       std::vector<std::int32_t> dropped;
       for (const auto& e : ledger) {
         const auto id = tb.alloc(prefix, e, phase::forward);
-        (kept(e, l.recompute) ? saved[slot(mb, chunk)][static_cast<std::size_t>(j)] : dropped).push_back(id);
+        (kept_for_backward(e.role, l.recompute) ? saved[slot(mb, chunk)][static_cast<std::size_t>(j)]
+                                                : dropped)
+            .push_back(id);
       }
       for (auto id : dropped) tb.free(id, phase::forward);
       release(j, phase::forward);
@@ -175,7 +174,7 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   // cool-down. Step i of m * vpp runs micro-batch (i / (pp*vpp)) * pp + i % pp on chunk (i / pp) % vpp
   // (backward: the chunks in reverse); with vpp = 1 that is micro-batch i.
   const std::int64_t total = m * v;
-  const std::int64_t warmup = std::min<std::int64_t>(warmup_chunks, total);
+  const std::int64_t warmup = std::min<std::int64_t>(warmup_steps, total);
   auto mb_of = [&](std::int64_t i) { return v == 1 ? i : (i / (pp * v)) * pp + i % pp; };
   auto chunk_of = [&](std::int64_t i, bool fwd) {
     const std::int64_t c = v == 1 ? 0 : (i % (pp * v)) / pp;

@@ -156,7 +156,12 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
       {"plan --model " + data + "/bad/overflow.json --gpus 8", "overflows 64-bit"},
       {"plan --hf-config " + data + "/bad/hf_missing_field.json --gpus 8", "intermediate_size: missing"},
       {g + "--gpus 10 --tp 5", "heads (96) not divisible by tp=5"},
-      {g + "--gpus 10 --pp 5", "layers (96) not divisible by pp=5"},
+      {g + "--gpus 200 --pp 100", "layers (96) fewer than pp=100"},
+      {g + "--gpus 8 --pp 2 --pp-layout 50,50", "sums to 100 layers, the model has 96"},
+      {g + "--gpus 8 --pp 4 --pp-layout 48,48", "gives 2 stages for pp=4"},
+      {g + "--gpus 8 --pp 4 --first-stage-layers 30 --last-stage-layers 31", "do not divide evenly"},
+      {g + "--gpus 8 --pp 1 --first-stage-layers 30", "needs pp of at least 2"},
+      {g + "--gpus 8 --pp 4 --vpp 2 --first-stage-layers 21", "vpp"},
       {g + "--gpus 12 --tp 8", "does not divide 12 GPUs"},
       {g + "--gpus 0", "gpus: must be positive"},
       {g + "--gpus -8", "gpus"},
@@ -288,25 +293,29 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
 
 // A long context where the step peak decides (README): the seed's total fits 40 GB, the peak does not.
 TEST(Cli, LongContextStepPeakDecides) {
-  auto r = run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
-               "--gpu-mem 37.25");
+  auto r =
+      run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
+          "--gpu-mem 37.25");
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("    39.3* no\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("* total = step peak + fixed overheads"), std::string::npos);
   EXPECT_NE(r.out.find("total                                   29.8 GiB"), std::string::npos);
   EXPECT_NE(r.out.find("which decides"), std::string::npos);
   auto j = nlohmann::json::parse(run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full "
-                                     "--attention flash --gpu-mem 37.25 --json").out);
+                                     "--attention flash --gpu-mem 37.25 --json")
+                                     .out);
   const auto& st = j["stages"][0];
   EXPECT_EQ(st["decided_by"], "step_peak");
   EXPECT_FALSE(st["fits"].get<bool>());
   EXPECT_EQ(st["peak_total_bytes"].get<std::int64_t>(),
             st["step_peak_bytes"].get<std::int64_t>() + st["fixed_overheads_bytes"].get<std::int64_t>());
   // More room outside the allocator claimed, or the unfused loss: worse, never better.
-  auto unfused = run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
-                     "--gpu-mem 80 --loss unfused --json");
-  auto fused = run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
-                   "--gpu-mem 80 --json");
+  auto unfused =
+      run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
+          "--gpu-mem 80 --loss unfused --json");
+  auto fused =
+      run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
+          "--gpu-mem 80 --json");
   EXPECT_GT(nlohmann::json::parse(unfused.out)["stages"][0]["output_phase_bytes"].get<std::int64_t>(),
             nlohmann::json::parse(fused.out)["stages"][0]["output_phase_bytes"].get<std::int64_t>() * 2);
 }

@@ -25,7 +25,8 @@ TEST(Layout, RejectsWhatDoesNotDivide) {
   auto p = preset_problem("gpt3-175b");
   EXPECT_EQ(field_of(p, make_layout(8, 0, recompute_mode::none)), "");
   EXPECT_EQ(field_of(p, make_layout(14, 0, recompute_mode::none, 7, 1)), "tp");    // 96 heads
-  EXPECT_EQ(field_of(p, make_layout(35, 0, recompute_mode::none, 1, 5)), "pp");    // 96 layers
+  EXPECT_EQ(field_of(p, make_layout(35, 0, recompute_mode::none, 1, 5)), "");      // balanced 20,19,19,19,19
+  EXPECT_EQ(field_of(p, make_layout(97, 0, recompute_mode::none, 1, 97)), "pp");   // a stage with no layer
   EXPECT_EQ(field_of(p, make_layout(12, 0, recompute_mode::none, 8, 1)), "gpus");  // 8 does not divide 12
   EXPECT_EQ(field_of(p, make_layout(16, 0, recompute_mode::none, 16, 1)), "tp");   // crosses a node
   EXPECT_EQ(field_of(p, make_layout(0, 0, recompute_mode::none)), "gpus");

@@ -137,5 +137,26 @@ TEST(StepTrace, RejectsWhatItCannotTrace) {
   EXPECT_THROW(build_trace(p, l, 0), bad_input);
 }
 
+// Uneven pipelines (schedule.hpp): every stage's trace still peaks at exactly its planner step peak, and
+// its layers are the ones the split gives it, numbered from where the split puts the stage.
+TEST(StepTrace, UnevenSplitsPeakAtThePlannersStepPeak) {
+  problem p = test::preset_problem("gpt3-1.3b");  // 24 layers
+  for (const auto& cut : {std::vector<std::int64_t>{5, 7, 7, 5}, std::vector<std::int64_t>{9, 5, 5, 5}}) {
+    p.training.split.layers = cut;
+    const layout l = test::make_layout(8, 1, recompute_mode::selective, 1, 4);
+    const breakdown b = estimate(p, l);
+    for (int k = 0; k < 4; ++k) {
+      const step_trace t = build_trace(p, l, k);
+      EXPECT_EQ(trace_peak(t).bytes, b.stages[static_cast<std::size_t>(k)].step_peak) << "stage " << k;
+      std::int64_t first = 0;
+      for (int j = 0; j < k; ++j) first += cut[static_cast<std::size_t>(j)];
+      const std::string want = "mb0.layer" + std::to_string(first) + ".ln1.input";
+      bool found = false;
+      for (const auto& x : t.tensors) found = found || x.name == want;
+      EXPECT_TRUE(found) << want;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace headroom::probes

@@ -1,0 +1,43 @@
+// schedule.hpp: the pipeline, stated once. How many transformer layers each stage holds (a balanced split
+// when the layers do not divide, an explicit --pp-layout, Megatron's first / last stage counts, the
+// embedding and the loss counted as pipeline layers) and how many model chunks each stage keeps in flight
+// under Megatron's 1F1B and interleaved schedules. estimate() and the step trace both call it, so the
+// planner's activations and the probes' replay cannot disagree about the schedule.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "errors.hpp"
+#include "layout.hpp"
+
+namespace headroom {
+
+// Returns why the pipeline split of `l` cannot be made for `p` (a --pp-layout that does not sum to the
+// layers, a stage left with no layer, stage layers not divisible by vpp, ...), or nullopt.
+std::optional<bad_input> split_error(const problem& p, const layout& l);
+
+// Returns the transformer layers of stage `stage` (the split must be valid). No allocation.
+//   explicit (--pp-layout): as given;
+//   first / last stage counts (Megatron's decoder-first/last-pipeline-num-layers): those, the rest even;
+//   otherwise DeepSpeed's uniform partition over L (+1 for an embedding, +1 for a loss counted as layers):
+//   every stage floor(slots / pp), the first (slots mod pp) one more, and the counted embedding and loss
+//   then take their slot on the first and last stage.
+std::int64_t stage_layers(const problem& p, const layout& l, int stage);
+
+// Returns the first transformer layer (0-based, global) of stage `stage`.
+std::int64_t first_layer_of(const problem& p, const layout& l, int stage);
+
+// Returns whether no middle stage holds more layers than the first, so that only the first and the last
+// stage can be the worst (the search's fast path).
+bool middle_stages_dominated(const problem& p, const layout& l);
+
+// Megatron's schedules: the warm-up forwards of stage k, in model chunks: 1F1B pp - k - 1; interleaved
+// with v virtual stages 2(pp - k - 1) + (v - 1) pp.
+std::int64_t warmup_chunks(const layout& l, int stage);
+
+// Returns the model chunks whose activations stage k holds at once: min(warm-up + 1, M * v). 1F1B:
+// min(pp - k, M) micro-batches of the stage's layers; interleaved: chunks of layers / v.
+std::int64_t chunks_in_flight(const layout& l, int stage, std::int64_t microbatches);
+
+}  // namespace headroom
