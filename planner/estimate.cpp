@@ -38,8 +38,11 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
   std::int64_t stage_params = 0;
   if (pc.stated) {
-    // Psi * layers_k / L, in 128 bits: with an even split this is Psi / pp exactly, the seed's figure.
-    stage_params = static_cast<std::int64_t>(static_cast<__int128>(pc.total) * s.layers / L);
+    // Psi * layers_k / L: with an even split this is Psi / pp exactly, the seed's figure; uneven, in
+    // 128 bits so the product cannot overflow.
+    stage_params = s.layers * l.pp == L
+                       ? pc.total / l.pp
+                       : static_cast<std::int64_t>(static_cast<__int128>(pc.total) * s.layers / L);
   } else {
     stage_params = s.layers * pc.per_layer;
     if (first) stage_params += pc.embedding;
@@ -112,9 +115,12 @@ stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const a
                                const peak_sums& peaks, const layout& l) {
   stage_breakdown a = evaluate_stage(p, pc, per_layer, peaks, l, 0);
   if (l.pp == 1) return a;
+  if (middle_stages_dominated(p, l)) {
+    stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, l.pp - 1);
+    return b.decisive_total() > a.decisive_total() ? b : a;
+  }
   // A middle stage holding more layers than the first (an explicit or counted split) can be the worst.
-  const int from = middle_stages_dominated(p, l) ? l.pp - 1 : 1;
-  for (int k = from; k < l.pp; ++k) {
+  for (int k = 1; k < l.pp; ++k) {
     stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, k);
     if (b.decisive_total() > a.decisive_total()) a = b;
   }

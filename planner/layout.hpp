@@ -28,6 +28,10 @@ struct pipeline_split {
   std::int64_t last_stage = 0;       // --last-stage-layers
   bool embedding_as_layer = false;   // Megatron's account-for-embedding-in-pipeline-split, BLOOM's partition
   bool loss_as_layer = false;        // Megatron's account-for-loss-in-pipeline-split
+  // Returns whether this is the default: DeepSpeed's uniform split of the transformer layers alone.
+  bool is_balanced() const {
+    return layers.empty() && first_stage == 0 && last_stage == 0 && !embedding_as_layer && !loss_as_layer;
+  }
 };
 
 struct training_spec {

@@ -27,7 +27,7 @@ std::int64_t slots(const problem& p) {
 
 }  // namespace
 
-std::int64_t stage_layers(const problem& p, const layout& l, int stage) {
+std::int64_t detail::stage_layers_of_split(const problem& p, const layout& l, int stage) {
   const auto& s = p.training.split;
   if (!s.layers.empty()) return s.layers[static_cast<std::size_t>(stage)];
   if (s.first_stage || s.last_stage) {
@@ -104,22 +104,13 @@ std::optional<bad_input> split_error(const problem& p, const layout& l) {
   return std::nullopt;
 }
 
-bool middle_stages_dominated(const problem& p, const layout& l) {
+bool detail::middle_stages_dominated_in_split(const problem& p, const layout& l) {
   const auto& s = p.training.split;
   if (s.layers.empty() && !s.first_stage && !s.last_stage && !s.embedding_as_layer) return true;
   const std::int64_t first = stage_layers(p, l, 0);
   for (int k = 1; k + 1 < l.pp; ++k)
     if (stage_layers(p, l, k) > first) return false;
   return true;
-}
-
-std::int64_t warmup_chunks(const layout& l, int stage) {
-  const std::int64_t pp = l.pp, k = stage, v = l.vpp;
-  return v == 1 ? pp - k - 1 : 2 * (pp - k - 1) + (v - 1) * pp;
-}
-
-std::int64_t chunks_in_flight(const layout& l, int stage, std::int64_t microbatches) {
-  return std::min<std::int64_t>(warmup_chunks(l, stage) + 1, microbatches * l.vpp);
 }
 
 }  // namespace headroom

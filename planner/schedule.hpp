@@ -23,21 +23,38 @@ std::optional<bad_input> split_error(const problem& p, const layout& l);
 //   otherwise DeepSpeed's uniform partition over L (+1 for an embedding, +1 for a loss counted as layers):
 //   every stage floor(slots / pp), the first (slots mod pp) one more, and the counted embedding and loss
 //   then take their slot on the first and last stage.
-std::int64_t stage_layers(const problem& p, const layout& l, int stage);
+namespace detail {
+std::int64_t stage_layers_of_split(const problem& p, const layout& l, int stage);
+bool middle_stages_dominated_in_split(const problem& p, const layout& l);
+}  // namespace detail
+// The balanced split is the search's hot path: inline, two divisions.
+inline std::int64_t stage_layers(const problem& p, const layout& l, int stage) {
+  if (!p.training.split.is_balanced()) return detail::stage_layers_of_split(p, l, stage);
+  const std::int64_t L = p.model.layers;
+  return L / l.pp + (stage < L % l.pp ? 1 : 0);
+}
 
 // Returns the first transformer layer (0-based, global) of stage `stage`.
 std::int64_t first_layer_of(const problem& p, const layout& l, int stage);
 
 // Returns whether no middle stage holds more layers than the first, so that only the first and the last
 // stage can be the worst (the search's fast path).
-bool middle_stages_dominated(const problem& p, const layout& l);
+inline bool middle_stages_dominated(const problem& p, const layout& l) {
+  return p.training.split.is_balanced() || detail::middle_stages_dominated_in_split(p, l);
+}
 
 // Megatron's schedules: the warm-up forwards of stage k, in model chunks: 1F1B pp - k - 1; interleaved
 // with v virtual stages 2(pp - k - 1) + (v - 1) pp.
-std::int64_t warmup_chunks(const layout& l, int stage);
+inline std::int64_t warmup_chunks(const layout& l, int stage) {
+  const std::int64_t pp = l.pp, k = stage, v = l.vpp;
+  return v == 1 ? pp - k - 1 : 2 * (pp - k - 1) + (v - 1) * pp;
+}
 
 // Returns the model chunks whose activations stage k holds at once: min(warm-up + 1, M * v). 1F1B:
 // min(pp - k, M) micro-batches of the stage's layers; interleaved: chunks of layers / v.
-std::int64_t chunks_in_flight(const layout& l, int stage, std::int64_t microbatches);
+inline std::int64_t chunks_in_flight(const layout& l, int stage, std::int64_t microbatches) {
+  const std::int64_t all = microbatches * l.vpp, w = warmup_chunks(l, stage) + 1;
+  return w < all ? w : all;
+}
 
 }  // namespace headroom

@@ -87,8 +87,12 @@ void layout_search::for_each_layout(int gpus, Visit&& visit) const {
   l.vpp = m_axes.vpp;
   l.offload_optimizer = m_axes.offload_optimizer;
   l.zero3_inflight_units = m_axes.zero3_inflight_units;
+  // The pipeline sizes that divide N, found once per N rather than once per (tp, cp) variant.
+  std::vector<int> pps;
+  for (int q : m_pp)
+    if (q <= gpus && gpus % q == 0) pps.push_back(q);
   for (const auto& v : m_variants) {
-    for (int q : m_pp) {
+    for (int q : pps) {
       const std::int64_t tpc = static_cast<std::int64_t>(v.tp) * q * v.cp;
       if (tpc > gpus || gpus % tpc) continue;
       l.tp = v.tp;
