@@ -94,6 +94,10 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
   s.activations = sat_mul(s.layer_activations, per_layer.of(l.recompute));
+  if (first && peaks.first_stage) {
+    s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
+    s.activations += s.embedding_activations;
+  }
   if (last)
     s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
                                       p.training.attention, p.precision.activation_bytes});
@@ -148,6 +152,7 @@ breakdown estimate(const problem& p, const layout& l) {
   r.basis.working_set =
       backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, r.basis.params, l));
   r.basis.output_phase = output_phase_tensors(p.model, shape);
+  r.basis.first_stage = first_stage_tensors(p.model, shape);
   r.basis.peaks = sum_peaks(p.model, shape);
   for (int k = 0; k < l.pp; ++k) {
     r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, r.basis.peaks, l, k));

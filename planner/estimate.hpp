@@ -31,7 +31,9 @@ struct stage_breakdown {
   std::int64_t transient = 0;          // ZeRO-3: unsharded layers gathered in flight
   std::int64_t state = 0;              // persistent + transient (the seed's "state" column)
   std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
-  std::int64_t activations = 0;
+  std::int64_t embedding_activations =
+      0;                             // first stage: the embedding dropout masks of micro-batches in flight
+  std::int64_t activations = 0;      // layer activations + embedding activations
   std::int64_t logits = 0;           // one fp32 logits copy on the last stage; in the reserve, not added
   std::int64_t working_set = 0;      // one layer's backward working set (ledger.hpp)
   std::int64_t output_phase = 0;     // last stage: the loss's tensors (output_phase_tensors)
@@ -58,6 +60,7 @@ struct plan_basis {
   peak_sums peaks;                         // the working set and output phase the step peak adds
   std::vector<ledger_entry> working_set;   // one layer's backward working set (backward_working_set)
   std::vector<ledger_entry> output_phase;  // the last stage's output-layer tensors
+  std::vector<ledger_entry> first_stage;   // the first stage's per-micro-batch tensors beyond its layers
   std::int64_t microbatches = 1;           // per step: ceil(global batch / (micro-batch x dp))
 };
 

@@ -39,6 +39,11 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   const std::string T = s.sp ? "/t" : "";
   const std::string a16 = std::to_string(act);
   add("ln1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::layer_input);
+  // Each norm keeps fp32 statistics per token for backward: LayerNorm mean and rstd, RMSNorm rstd
+  // (Apex's FusedLayerNorm and Transformer Engine save them; Korthikanti et al. leave them out).
+  const std::int64_t stats = m.norm == norm_kind::layernorm ? 2 : 1;
+  const std::string stats_formula = std::to_string(4 * stats) + "*s*b" + T;
+  add("ln1.stats", stats_formula, {s_sp, b, stats}, 4, act_role::saved);
   add("attn.qkv.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
   add("attn.q", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
   add("attn.k", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
@@ -60,6 +65,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   // Parallel residual (GPT-NeoX, Falcon): the MLP's norm reads the layer input, which is already kept;
   // with a single norm (Falcon-7B) the MLP also shares the attention's normalised input.
   if (!m.parallel_residual) add("ln2.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  if (m.norms_per_layer == 2) add("ln2.stats", stats_formula, {s_sp, b, stats}, 4, act_role::saved);
   if (m.norms_per_layer == 2) add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
   if (m.mlp == mlp_kind::gelu) {
     add("mlp.gelu.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
@@ -163,7 +169,21 @@ peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
   for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
     p.working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0));
   p.output_phase = total_bytes(output_phase_tensors(m, s));
+  p.first_stage = total_bytes(first_stage_tensors(m, s));
   return p;
+}
+
+std::vector<ledger_entry> first_stage_tensors(const model_spec& m, const ledger_shape& s) {
+  std::vector<ledger_entry> out;
+  if (!m.dropout) return out;
+  const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / s.tp : s_local;
+  out.push_back({"embedding.dropout_mask",
+                 std::string("1*s*b*h") + (s.sp ? "/t" : "") + (s.cp > 1 ? "/cp" : ""),
+                 {s_sp, s.micro_batch, m.hidden},
+                 1,
+                 product({s_sp, s.micro_batch, m.hidden}, 1),
+                 act_role::saved});
+  return out;
 }
 
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries) {

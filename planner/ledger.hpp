@@ -92,11 +92,18 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
 struct peak_sums {
   std::array<std::int64_t, 3> working_set{};  // indexed by recompute_mode
   std::int64_t output_phase = 0;
+  std::int64_t first_stage = 0;  // first_stage_tensors, per micro-batch in flight
   std::int64_t working_set_of(recompute_mode r) const { return working_set[static_cast<std::size_t>(r)]; }
 };
 
 // Returns the peak sums of one layer shape.
 peak_sums sum_peaks(const model_spec& m, const ledger_shape& s);
+
+// Returns what the first stage keeps per micro-batch besides its layers: the embedding output's dropout
+// mask, s*b*h bytes (/t with sequence parallelism) when the model uses dropout (Korthikanti et al.,
+// section 4.3: sbhp/t on the first stage with p micro-batches in flight). Kept under every recompute mode:
+// recomputation covers the transformer layers, not the embedding.
+std::vector<ledger_entry> first_stage_tensors(const model_spec& m, const ledger_shape& s);
 
 // Returns the sum of the entries' bytes.
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries);

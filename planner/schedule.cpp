@@ -113,4 +113,24 @@ bool detail::middle_stages_dominated_in_split(const problem& p, const layout& l)
   return true;
 }
 
+std::int64_t embeddings_in_flight(const layout& l, std::int64_t microbatches) {
+  const std::int64_t pp = l.pp, v = l.vpp, total = microbatches * v;
+  const std::int64_t warmup = std::min(warmup_chunks(l, 0), total);
+  if (v == 1) return std::min(warmup + 1, total);
+  // Interleaved: walk Megatron's order (forward step i runs chunk (i mod pp*v) / pp; backward the chunks
+  // in reverse) and take the most chunk-0 forwards not yet matched by their chunk-0 backward at the start
+  // of any backward. The order repeats every pp*v steps, so two rounds past the warm-up find the maximum.
+  auto fwd_chunk0 = [&](std::int64_t i) { return (i % (pp * v)) / pp == 0; };
+  auto bwd_chunk0 = [&](std::int64_t i) { return v - 1 - (i % (pp * v)) / pp == 0; };
+  std::int64_t alive = 0, most = 0, next_f = 0;
+  for (; next_f < warmup; ++next_f) alive += fwd_chunk0(next_f);
+  const std::int64_t last_b = std::min(total, warmup + 2 * pp * v + 1);
+  for (std::int64_t b = 0; b < last_b; ++b) {
+    if (next_f < total) alive += fwd_chunk0(next_f++);
+    most = std::max(most, alive);
+    alive -= bwd_chunk0(b);
+  }
+  return most;
+}
+
 }  // namespace headroom

@@ -57,4 +57,9 @@ inline std::int64_t chunks_in_flight(const layout& l, int stage, std::int64_t mi
   return w < all ? w : all;
 }
 
+// Returns the micro-batches whose embedding output the first stage holds at once (their chunk-0 forward
+// done, its backward not): 1F1B min(pp, M); interleaved, the warm-up steps that ran chunk 0, plus the one
+// forward before the first backward: #{i <= warm-up : (i / pp) mod v == 0}, at most M.
+std::int64_t embeddings_in_flight(const layout& l, std::int64_t microbatches);
+
 }  // namespace headroom

@@ -134,7 +134,15 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
     gathered[static_cast<std::size_t>(j)] = -1;
   };
 
+  // The first stage's embedding output (its dropout mask), per micro-batch: made before the model's first
+  // chunk runs forward, freed after that chunk's backward.
+  const bool embeds = stage == 0 && !b.basis.first_stage.empty();
+  std::vector<std::vector<std::int32_t>> embedded(static_cast<std::size_t>(m));
   auto forward = [&](std::int64_t mb, std::int64_t chunk) {
+    if (embeds && chunk == 0)
+      for (const auto& e : b.basis.first_stage)
+        embedded[static_cast<std::size_t>(mb)].push_back(
+            tb.alloc("mb" + std::to_string(mb) + ".", e, phase::forward));
     for (std::int64_t j = 0; j < layers; ++j) {
       for (std::int64_t u = 0; u < units; ++u) gather(chunk, j + u, phase::forward);
       const std::string prefix =
@@ -168,6 +176,8 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
       for (auto id : saved[slot(mb, chunk)][static_cast<std::size_t>(j)]) tb.free(id, phase::backward);
       release(j, phase::backward);
     }
+    if (embeds && chunk == 0)
+      for (auto id : embedded[static_cast<std::size_t>(mb)]) tb.free(id, phase::backward);
   };
 
   // Megatron's schedules: warm-up forwards, then one forward and one backward at a time, then the

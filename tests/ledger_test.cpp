@@ -1,6 +1,7 @@
 // ledger_test.cpp: the per-layer activation ledger against the closed forms of Korthikanti et al.
 // (memory-facts.md) at several shapes, and the terms that flash attention, no dropout, SwiGLU and grouped
-// KV heads change.
+// KV heads change. Beyond the paper the ledger keeps each norm's fp32 statistics for backward: 8 bytes per
+// token for a LayerNorm (mean, rstd), 4 for an RMSNorm (rstd), dropped only by full recomputation.
 #include "planner/ledger.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,11 @@ model_spec gpt_like(std::int64_t L, std::int64_t h, std::int64_t a) {
   return m;
 }
 
+// The norm statistics of one layer: `norms` norms x (8 LayerNorm | 4 RMSNorm) bytes x tokens on the rank.
+std::int64_t norm_stats(std::int64_t tokens, int norms, bool layernorm) {
+  return norms * (layernorm ? 8 : 4) * tokens;
+}
+
 struct shape_case {
   std::int64_t L, h, a, s, b;
 };
@@ -41,14 +47,15 @@ TEST(Ledger, GptLayerSumsToKorthikantiAtEveryShape) {
       auto sums = sum_ledger(layer_ledger(m, s));
       const std::int64_t sbh = c.s * c.b * c.h, as2b = c.a * c.s * c.s * c.b;
       // Without sequence parallel: sbh(10 + 24/t) + 5as^2b/t.
-      EXPECT_EQ(sums.none, 10 * sbh + 24 * sbh / t + 5 * as2b / t) << c.h << " t=" << t;
-      EXPECT_EQ(sums.selective, 10 * sbh + 24 * sbh / t);
+      const std::int64_t stats = norm_stats(c.s * c.b, 2, true);
+      EXPECT_EQ(sums.none, 10 * sbh + 24 * sbh / t + 5 * as2b / t + stats) << c.h << " t=" << t;
+      EXPECT_EQ(sums.selective, 10 * sbh + 24 * sbh / t + stats);
       EXPECT_EQ(sums.full, 2 * sbh);
       // With sequence parallel everything is divided by t: sbh(34 + 5as/h)/t, selective 34sbh/t.
       s.sp = t > 1;
       auto sp = sum_ledger(layer_ledger(m, s));
-      EXPECT_EQ(sp.none, (34 * sbh + 5 * as2b) / t);
-      EXPECT_EQ(sp.selective, 34 * sbh / t);
+      EXPECT_EQ(sp.none, (34 * sbh + 5 * as2b) / t + stats / t);
+      EXPECT_EQ(sp.selective, 34 * sbh / t + stats / t);
       EXPECT_EQ(sp.full, 2 * sbh / t);
     }
   }
@@ -68,8 +75,9 @@ TEST(Ledger, FlashAttentionDropsTheSquareTerms) {
   auto e = layer_ledger(m, {s, 1, 1, false, 1, attention_kind::flash, 2});
   for (const auto& x : e) EXPECT_EQ(x.name.find("softmax"), std::string::npos) << x.name;
   auto sums = sum_ledger(e);
-  EXPECT_EQ(sums.none, 34 * s * h + 4 * a * s);  // + fp32 log-sum-exp per head and token
-  EXPECT_EQ(sums.selective, 34 * s * h);
+  EXPECT_EQ(sums.none,
+            34 * s * h + 4 * a * s + norm_stats(s, 2, true));  // + fp32 log-sum-exp per head, token
+  EXPECT_EQ(sums.selective, 34 * s * h + norm_stats(s, 2, true));
 }
 
 TEST(Ledger, NoDropoutDropsTheMasks) {
@@ -78,7 +86,7 @@ TEST(Ledger, NoDropoutDropsTheMasks) {
   const std::int64_t s = 2048, h = 12288, a = 96;
   auto sums = sum_ledger(layer_ledger(m, {s, 1, 1, false, 1, attention_kind::eager, 2}));
   // 34 - 2 masks (1 byte each); 5as^2b - mask (1) - dropout output (2) = 2as^2b.
-  EXPECT_EQ(sums.none, 32 * s * h + 2 * a * s * s);
+  EXPECT_EQ(sums.none, 32 * s * h + 2 * a * s * s + norm_stats(s, 2, true));
 }
 
 TEST(Ledger, SwiGluAndGroupedKvHeads) {
@@ -88,7 +96,7 @@ TEST(Ledger, SwiGluAndGroupedKvHeads) {
   auto sums = sum_ledger(e);
   // ln1 in, qkv in, q, proj in, ln2 in, fc1 in: 6 x 2sh; k and v: 2 x 2s*kv; gate, up, fc2 in: 3 x 2sf;
   // flash keeps the fp32 log-sum-exp; no dropout.
-  EXPECT_EQ(sums.none, 12 * s * h + 4 * s * kv + 6 * s * f + 4 * 64 * s);
+  EXPECT_EQ(sums.none, 12 * s * h + 4 * s * kv + 6 * s * f + 4 * 64 * s + norm_stats(s, 2, false));
   // tp = 16 > 8 kv heads: each rank keeps one replicated kv head.
   model_spec m2 = m;
   auto t16 = layer_ledger(m2, {s, 1, 8, true, 1, attention_kind::flash, 2});
@@ -136,6 +144,18 @@ TEST(Ledger, LongContextOutputPhase) {
   EXPECT_EQ(bytes, 65536LL * 50432 * 6 + 65536LL * 13);
   EXPECT_NEAR(static_cast<double>(bytes) / gib, 18.47, 0.01);
   EXPECT_EQ(sum_peaks(m, s).output_phase, bytes);
+}
+
+// The first stage keeps the embedding output's dropout mask per micro-batch in flight (Korthikanti et al.,
+// section 4.3: sbhp/t), and nothing when the model has no dropout.
+TEST(Ledger, FirstStageKeepsTheEmbeddingDropoutMask) {
+  auto m = gpt_like(96, 12288, 96);
+  EXPECT_EQ(total_bytes(first_stage_tensors(m, {2048, 2, 1, false, 1, attention_kind::eager, 2})),
+            2048 * 2 * 12288);
+  EXPECT_EQ(total_bytes(first_stage_tensors(m, {2048, 2, 4, true, 1, attention_kind::eager, 2})),
+            512 * 2 * 12288);
+  m.dropout = false;
+  EXPECT_TRUE(first_stage_tensors(m, {2048, 2, 1, false, 1, attention_kind::eager, 2}).empty());
 }
 
 }  // namespace
