@@ -10,6 +10,7 @@
 #include "probe_command.hpp"
 #include "probes/device.hpp"
 #include "probes/gpu_backend.hpp"
+#include "report.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   auto* probe_cmd = add_probe_command(app, probe);
   for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
   auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
+  auto* recipes_cmd =
+      app.add_subcommand("recipes", "List the precision recipes: bytes per parameter and what each shards");
   auto* context_cmd =
       app.add_subcommand("context-probe", "Internal: measure the CUDA context (for --overheads)");
   context_cmd->group("");  // not listed in --help
@@ -41,6 +44,10 @@ int main(int argc, char** argv) {
     return exit_bad_input;
   }
   try {
+    if (recipes_cmd->parsed()) {
+      write_recipes(std::cout);
+      return exit_fits;
+    }
     if (presets_cmd->parsed()) {
       for (const auto& n : list_presets(preset_dir())) std::cout << n << "\n";
       return exit_fits;

@@ -62,6 +62,11 @@ void add_problem_options(CLI::App* c, plan_options& o) {
               "ZeRO-Offload: master weights and optimizer states in host memory");
   c->add_option("--zero3-inflight-units", o.units, "ZeRO-3: unsharded layers in flight")
       ->capture_default_str();
+  c->add_option(
+      "--zero3-live-params", o.zero3_live_params,
+      "ZeRO-3: gathered parameters alive at once (DeepSpeed's stage3_max_live_parameters; 0 = no limit)");
+  c->add_flag("--reshard-after-forward,!--no-reshard-after-forward", o.reshard_after_forward,
+              "ZeRO-3 / FSDP: free gathered parameters after forward (default) or keep them until backward");
   c->add_option("--gpu-mem", o.gpu_mem_gib, "GPU memory, GiB")->capture_default_str();
   c->add_option("--reserve", o.reserve_gib, "Reserve for context, NCCL, fragmentation, GiB")
       ->capture_default_str();
@@ -159,6 +164,8 @@ layout layout_from(const plan_options& o) {
   l.sequence_parallel = o.sequence_parallel;
   l.offload_optimizer = o.offload;
   l.zero3_inflight_units = o.units;
+  l.zero3_live_params = o.zero3_live_params;
+  l.reshard_after_forward = o.reshard_after_forward;
   return l;
 }
 
@@ -181,6 +188,8 @@ int run_plan(const plan_options& o) {
   axes.vpp = o.vpp;
   axes.offload_optimizer = o.offload;
   axes.zero3_inflight_units = o.units;
+  axes.zero3_live_params = o.zero3_live_params;
+  axes.reshard_after_forward = o.reshard_after_forward;
   if (axes.zero && (*axes.zero < 0 || *axes.zero > 3)) throw bad_input("zero", "must be 0, 1, 2 or 3");
   for (auto [v, name] : {std::pair{axes.tp, "tp"}, {axes.pp, "pp"}, {axes.cp, "cp"}})
     if (v && *v <= 0) throw bad_input(name, "must be positive, got " + std::to_string(*v));
@@ -193,7 +202,7 @@ int run_plan(const plan_options& o) {
     if (o.json)
       std::cout << min_gpus_json(p, r).dump(2) << "\n";
     else
-      write_min_gpus_text(std::cout, p, r, o.top == 0 ? 5 : o.top);
+      write_min_gpus_text(std::cout, p, r, o.top);  // 0 lists every fitting layout, tight ones too
     return r.n_min ? exit_fits : exit_does_not_fit;
   }
 

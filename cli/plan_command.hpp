@@ -19,7 +19,8 @@ struct plan_options {
   std::optional<int> gpus;
   int tp = 1, pp = 1, cp = 1, vpp = 1, zero = 0, units = 2;
   std::string recompute = "none", attention = "eager", loss = "fused";
-  bool sequence_parallel = true, offload = false;
+  bool sequence_parallel = true, offload = false, reshard_after_forward = true;
+  std::int64_t zero3_live_params = 0;
   double gpu_mem_gib = 192, reserve_gib = 10, fixed_overheads_gib = 1056.0 / 1024;
   int gpus_per_node = 8;
   std::vector<std::int64_t> pp_layout;

@@ -6,6 +6,7 @@
 
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
+#include "planner/recipe.hpp"
 #include "planner/units.hpp"
 #include "version.hpp"
 
@@ -74,6 +75,35 @@ void write_peak_note(std::ostream& o, bool any) {
   if (any)
     o << "* total = step peak + fixed overheads (context, cuBLAS, NCCL): larger than state + activations + "
          "reserve, it decides\n";
+}
+
+void write_recipes(std::ostream& o) {
+  o << "precision recipes (--recipe NAME, or a JSON file in the same form; docs/model.md section 2)\n";
+  for (const auto& name : builtin_recipes()) {
+    const recipe r = load_recipe(name);
+    o << "\n"
+      << name << ": " << r.bytes_per_param() << " bytes per parameter, activations " << r.activation_bytes
+      << " bytes per element\n";
+    for (const auto& b : r.buffers) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  %-42s %2lld B  %s\n", b.name.c_str(), static_cast<long long>(b.bytes),
+                    describe_sharding(b).c_str());
+      o << buf;
+    }
+    o << "  per GPU:";
+    for (int z = 0; z <= 3; ++z) {
+      std::int64_t whole = 0, split = 0;
+      for (const auto& b : r.buffers) (z >= b.shard_from ? split : whole) += b.bytes;
+      o << (z ? ";" : "") << " ZeRO-" << z << " ";
+      if (split == 0)
+        o << whole;
+      else if (whole == 0)
+        o << split << "/d";
+      else
+        o << whole << " + " << split << "/d";
+    }
+    o << "\n";
+  }
 }
 
 nlohmann::json inputs_json(const problem& p) {
@@ -205,7 +235,9 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   if (w.host_offload) line("host memory (offloaded, not counted)", w.host_offload);
   if (w.transient)
     line("ZeRO-3 gather transient", w.transient,
-         std::to_string(l.zero3_inflight_units) + " layers in flight");
+         l.reshard_after_forward
+             ? std::to_string(zero3_units(b.basis.params, l, w.layers / l.vpp)) + " layers in flight"
+             : "every layer kept gathered from forward to backward");
   line("state", w.state);
   line("activations", w.activations,
        std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));

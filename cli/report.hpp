@@ -37,6 +37,10 @@ void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s);
 void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top);
 nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r);
 
+// `headroom recipes`: every built-in recipe, its buffers, and the bytes per parameter each ZeRO stage leaves
+// on a GPU ("4 + 12/d": unsharded bytes + sharded bytes over d ranks).
+void write_recipes(std::ostream& o);
+
 // The inputs every JSON document repeats: tool version, model, recipe, training and device.
 nlohmann::json inputs_json(const problem& p);
 

@@ -22,6 +22,15 @@ std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const 
   return pc.per_layer * p.precision.bytes_of(buffer_kind::params) / (static_cast<std::int64_t>(l.tp) * l.pp);
 }
 
+std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t chunk_layers) {
+  std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, chunk_layers);
+  if (l.zero3_live_params > 0) {
+    const std::int64_t layer = std::max<std::int64_t>(1, ceil_div(pc.per_layer, l.tp));
+    units = std::min(units, std::max<std::int64_t>(1, l.zero3_live_params / layer));
+  }
+  return units;
+}
+
 std::int64_t microbatches_per_step(const problem& p, const layout& l) {
   return std::max<std::int64_t>(1, ceil_div(p.training.global_batch, p.training.micro_batch * l.dp()));
 }
@@ -81,11 +90,12 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   s.persistent = s.params + s.grads + s.master + s.optimizer;
 
   // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
-  if (l.zero == 3 && shards > 1) {
-    // Gathers stay inside one model chunk: L/(pp*vpp) layers, the whole stage without interleaving.
-    const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, s.layers / l.vpp);
-    s.transient = units * zero3_gather_bytes(p, pc, l);
-  }
+  // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
+  // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
+  if (l.zero == 3 && shards > 1)
+    s.transient = l.reshard_after_forward
+                      ? zero3_units(pc, l, s.layers / l.vpp) * zero3_gather_bytes(p, pc, l)
+                      : s.params_on_rank * p.precision.bytes_of(buffer_kind::params);
   s.state = s.persistent + s.transient;
 
   // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;

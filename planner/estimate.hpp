@@ -77,6 +77,10 @@ struct breakdown {
 // Returns the bytes of one ZeRO-3 gather unit: one layer's parameters / (tp * pp), the seed's convention.
 std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l);
 
+// Returns the ZeRO-3 gather units in flight on a stage whose model chunks hold `chunk_layers` layers: the
+// --zero3-inflight-units, at most the chunk's layers, at most the whole layers --zero3-live-params holds.
+std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t chunk_layers);
+
 // Returns the micro-batches per step of `l`: ceil(global batch / (micro-batch x dp)).
 std::int64_t microbatches_per_step(const problem& p, const layout& l);
 

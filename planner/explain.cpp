@@ -69,8 +69,12 @@ std::string explain_plan(const problem& p, const breakdown& b) {
     else
       o << gib_str(w.buffer_bytes[i]) << " GiB\n";
   }
-  if (l.zero == 3 && l.shard_degree() > 1)
-    o << "  ZeRO-3 transient: " << l.zero3_inflight_units << " layers in flight x "
+  if (l.zero == 3 && l.shard_degree() > 1 && !l.reshard_after_forward)
+    o << "  ZeRO-3 transient without resharding after forward: every layer of the stage stays gathered, "
+      << w.params_on_rank << " parameters x " << p.precision.bytes_of(buffer_kind::params)
+      << " B = " << gib_str(w.transient) << " GiB\n";
+  else if (l.zero == 3 && l.shard_degree() > 1)
+    o << "  ZeRO-3 transient: " << zero3_units(pc, l, w.layers / l.vpp) << " layers in flight x "
       << eng(static_cast<double>(pc.per_layer)) << " parameters x "
       << p.precision.bytes_of(buffer_kind::params) << " B / (tp*pp = " << l.tp * l.pp
       << ") = " << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient) << " GiB\n";

@@ -65,6 +65,7 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   if (l.gpus > 10'000'000) return bad_input("gpus", "is absurd (" + std::to_string(l.gpus) + ")");
   if (l.zero < 0 || l.zero > 3)
     return bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
+  if (l.zero3_live_params < 0) return bad_input("zero3-live-params", "must not be negative");
   if (l.zero3_inflight_units < 0 || l.zero3_inflight_units > 1000)
     return bad_input("zero3-inflight-units", "must be between 0 and 1000");
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;

@@ -64,6 +64,12 @@ struct layout {
   bool sequence_parallel = true;   // only meaningful when tp > 1
   bool offload_optimizer = false;  // ZeRO-Offload: master and optimizer states in host memory
   int zero3_inflight_units = 2;    // unsharded layers gathered at once under ZeRO-3
+  // DeepSpeed's stage3_max_live_parameters: gathered parameters alive at once (0: no limit); it caps the
+  // layers in flight at the whole layers that fit in it.
+  std::int64_t zero3_live_params = 0;
+  // FSDP's reshard_after_forward: false keeps every gathered layer from its forward to its backward, so the
+  // stage's whole unsharded parameters are the transient (ZeRO-2-like parameter memory).
+  bool reshard_after_forward = true;
 
   // Returns the data-parallel degree N / (tp * pp * cp).
   int dp() const { return gpus / (tp * pp * cp); }

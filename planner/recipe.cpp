@@ -38,7 +38,8 @@ const char* to_string(buffer_kind k) {
 }
 
 std::vector<std::string> builtin_recipes() {
-  return {"bf16-adam", "fp32-adam", "fp16-adam", "bf16-adam-fp32-grads", "bf16-adam8bit"};
+  return {"bf16-adam",     "fp32-adam",        "fp16-adam",      "bf16-adam-fp32-grads",
+          "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster"};
 }
 
 namespace {
@@ -83,9 +84,54 @@ recipe builtin(const std::string& name) {
              {"Adam m (8-bit)", k::optimizer, 1, 1},
              {"Adam v (8-bit)", k::optimizer, 1, 1}},
             2};
+  if (name == "megatron-distopt")
+    // Megatron-LM's distributed optimizer (--use-distributed-optimizer, docs/source/distrib_optimizer.md):
+    // bf16 parameters and fp32 main gradients stay whole on every rank (gradients accumulate across
+    // micro-batches), fp32 master weights and Adam's two states are sharded: 6 + 12/d bytes per parameter.
+    // Use it with --zero 1.
+    return {name,
+            {{"bf16 parameters", k::params, 2, 4},
+             {"fp32 main gradients (unsharded)", k::grads, 4, 4},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2};
+  if (name == "deepspeed-bf16")
+    // DeepSpeed's BF16_Optimizer (bf16.enabled with ZeRO-1 or pipeline parallelism): the bf16 gradients,
+    // plus an fp32 gradient accumulation buffer as large as the model, unsharded; master and Adam sharded.
+    return {name,
+            {{"bf16 parameters", k::params, 2, 3},
+             {"bf16 gradients", k::grads, 2, 2},
+             {"fp32 gradient accumulation (unsharded)", k::grads, 4, 4},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2};
+  if (name == "fp16-nomaster")
+    // OPT-175B (Zhang et al., arXiv 2205.01068, section 2.5): fp16 weights, Adam state in fp32, no fp32
+    // master copy; dynamic loss scaling: 2 + 2 + 8 = 12 bytes per parameter.
+    return {name,
+            {{"fp16 parameters", k::params, 2, 3},
+             {"fp16 gradients", k::grads, 2, 2},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2};
   return {};
 }
 }  // namespace
+
+std::string describe_sharding(const recipe_buffer& b) {
+  switch (b.shard_from) {
+    case 1:
+      return "sharded from ZeRO-1";
+    case 2:
+      return "sharded from ZeRO-2";
+    case 3:
+      return "sharded from ZeRO-3";
+    default:
+      return "never sharded";
+  }
+}
 
 recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
@@ -117,7 +163,7 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
       throw bad_input(where + ".kind", "must be params, grads, master or optimizer, got '" + *kind + "'");
     rb.bytes = int_field(b, "bytes", where, 1, 64);
     int dflt = rb.kind == buffer_kind::params ? 3 : rb.kind == buffer_kind::grads ? 2 : 1;
-    rb.shard_from = static_cast<int>(opt_int_field(b, "shard_from", where, 1, 3).value_or(dflt));
+    rb.shard_from = static_cast<int>(opt_int_field(b, "shard_from", where, 1, 4).value_or(dflt));
     r.buffers.push_back(rb);
   }
   return r;

@@ -16,7 +16,8 @@ struct recipe_buffer {
   std::string name;    // "bf16 parameters"
   buffer_kind kind;    // what the buffer is, for offload and for the seed's columns
   std::int64_t bytes;  // bytes per parameter
-  int shard_from;      // ZeRO stage from which it is divided by dp (params 3, grads 2, master/optimizer 1)
+  int shard_from;      // ZeRO stage from which it is divided by dp (params 3, grads 2, master/optimizer 1;
+                       // 4: never, as Megatron's fp32 main gradients)
 };
 
 struct recipe {
@@ -35,6 +36,9 @@ inline constexpr std::size_t max_recipe_buffers = 8;
 // The built-in recipes: "bf16-adam" (the seed's default, 2+2+4+4+4), "fp32-adam", "fp16-adam",
 // "bf16-adam-fp32-grads", "bf16-adam8bit". Returns their names in that order.
 std::vector<std::string> builtin_recipes();
+// Returns "sharded from ZeRO-k" or "never sharded".
+std::string describe_sharding(const recipe_buffer& b);
+
 // Returns the recipe called `name_or_path`: a built-in name, or a path to a JSON recipe file.
 // Throws bad_input naming the problem.
 recipe load_recipe(const std::string& name_or_path);

@@ -87,6 +87,8 @@ void layout_search::for_each_layout(int gpus, Visit&& visit) const {
   l.vpp = m_axes.vpp;
   l.offload_optimizer = m_axes.offload_optimizer;
   l.zero3_inflight_units = m_axes.zero3_inflight_units;
+  l.zero3_live_params = m_axes.zero3_live_params;
+  l.reshard_after_forward = m_axes.reshard_after_forward;
   // The pipeline sizes that divide N, found once per N rather than once per (tp, cp) variant.
   std::vector<int> pps;
   for (int q : m_pp)

@@ -21,6 +21,8 @@ struct search_axes {
   int vpp = 1;
   bool offload_optimizer = false;
   int zero3_inflight_units = 2;
+  std::int64_t zero3_live_params = 0;
+  bool reshard_after_forward = true;
 };
 
 struct candidate {

@@ -62,6 +62,9 @@ class trace_builder {
 
 step_trace build_trace(const problem& p, const layout& l, int stage) {
   const breakdown b = estimate(p, l);
+  if (l.zero == 3 && !l.reshard_after_forward)
+    throw bad_input("reshard-after-forward", "the trace does not model FSDP without resharding yet (the "
+                                             "planner does)");
   if (stage < 0 || stage >= l.pp)
     throw bad_input("stage",
                     "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
@@ -107,7 +110,7 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   const std::int64_t stage_first = first_layer_of(p, l, stage);
   const bool gathers = sb.transient > 0;
   const std::int64_t gather_bytes = gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
-  const std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, layers);
+  const std::int64_t units = zero3_units(b.basis.params, l, layers);
   const std::int64_t param_bytes = p.precision.bytes_of(buffer_kind::params);
   const std::int64_t gather_dtype = gather_bytes % param_bytes == 0 ? param_bytes : 1;
   const bool last = stage == l.pp - 1;

@@ -292,6 +292,23 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
   }
 }
 
+// --top 0 lists every fitting layout in --min-gpus too, tight ones included: the seed's own answer at 16 GPUs
+// (ZeRO-3 + full recompute, 184.3 GiB, 4% headroom, tight) is among them.
+TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
+  auto r = run(g + "--min-gpus --top 0");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("tp=1 pp=1 dp=16           169.8      4.5     10.0    184.3  tight"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("N = 16 (25 of 213 layouts fit)"), std::string::npos);
+  int rows16 = 0;
+  const auto at16 = r.out.find("smallest power of two");
+  std::istringstream rest(r.out.substr(at16));
+  for (std::string line; std::getline(rest, line);)
+    rows16 += line.find("  yes  ") != std::string::npos || line.find("  tight  ") != std::string::npos;
+  EXPECT_EQ(rows16, 25);
+}
+
 // A long context where the step peak decides (README): the seed's total fits 40 GB, the peak does not.
 TEST(Cli, LongContextStepPeakDecides) {
   auto r =

@@ -162,5 +162,21 @@ TEST(Estimate, TheSeedsTotalDecidesTheSeedsLayouts) {
   }
 }
 
+// ZeRO-3's transient as frameworks bound it: DeepSpeed's stage3_max_live_parameters caps the layers in
+// flight at the whole layers it holds; FSDP without reshard_after_forward keeps the whole stage gathered.
+TEST(Estimate, Zero3LiveParametersAndResharding) {
+  const problem p = preset_problem("llama2-7b");
+  layout l = make_layout(8, 3, recompute_mode::selective);
+  const breakdown b = estimate(p, l);
+  const std::int64_t layer = b.basis.params.per_layer;  // 202M parameters, tp = 1
+  EXPECT_EQ(b.worst_stage().transient, 2 * layer * 2);  // two layers in flight, bf16
+  l.zero3_live_params = layer + layer / 2;              // room for one whole layer
+  EXPECT_EQ(estimate(p, l).worst_stage().transient, 1 * layer * 2);
+  l.zero3_live_params = 0;
+  l.reshard_after_forward = false;
+  const auto w = estimate(p, l).worst_stage();
+  EXPECT_EQ(w.transient, w.params_on_rank * 2);  // every parameter of the stage, unsharded
+}
+
 }  // namespace
 }  // namespace headroom

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/errors.hpp"
+#include "planner/estimate.hpp"
+#include "test_support.hpp"
 
 namespace headroom {
 namespace {
@@ -44,6 +46,29 @@ TEST(Recipe, CustomFileAndErrors) {
   EXPECT_THROW(
       recipe_from_json(nlohmann::json::parse(R"({"buffers": [{"kind": "params", "bytes": -2}]})"), "r"),
       bad_input);
+}
+
+// Framework recipes against the figures their sources state. Megatron-LM's distributed optimizer
+// (docs/source/distrib_optimizer.md): 6 + 12/d bytes per parameter with bf16 parameters and fp32 gradients.
+// OPT-175B's fp16 weights with fp32 Adam state and no master copy: 12 bytes, all shardable.
+TEST(Recipe, FrameworkRecipesMatchTheirSources) {
+  problem p = test::preset_problem("gpt3-13b");
+  for (int d : {2, 8, 64}) {
+    p.precision = load_recipe("megatron-distopt");
+    layout l = test::make_layout(d, 1, recompute_mode::selective);
+    const auto w = estimate(p, l).worst_stage();
+    const std::int64_t psi = w.params_on_rank;
+    // 6 bytes whole; fp32 master, m and v each a buffer of ceil(4 psi / d).
+    EXPECT_EQ(w.persistent, 6 * psi + 3 * ((4 * psi + d - 1) / d)) << d;
+    p.precision = load_recipe("fp16-nomaster");
+    l.zero = 3;
+    EXPECT_EQ(estimate(p, l).worst_stage().persistent, (2 * psi + d - 1) / d * 2 + (4 * psi + d - 1) / d * 2)
+        << d;
+  }
+  EXPECT_EQ(load_recipe("megatron-distopt").bytes_per_param(), 18);
+  EXPECT_EQ(load_recipe("deepspeed-bf16").bytes_per_param(), 20);
+  EXPECT_EQ(load_recipe("fp16-nomaster").bytes_per_param(), 12);
+  EXPECT_EQ(describe_sharding(load_recipe("megatron-distopt").buffers[1]), "never sharded");
 }
 
 }  // namespace

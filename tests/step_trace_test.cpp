@@ -135,6 +135,10 @@ TEST(StepTrace, RejectsWhatItCannotTrace) {
   EXPECT_THROW(build_trace(p, l, 4), bad_input);
   l.tp = 5;
   EXPECT_THROW(build_trace(p, l, 0), bad_input);
+  // FSDP without resharding after forward: the planner models it, the trace says it does not (yet).
+  layout nr = test::make_layout(8, 3, recompute_mode::selective);
+  nr.reshard_after_forward = false;
+  EXPECT_THROW(build_trace(test::preset_problem("gpt3-1.3b"), nr, 0), bad_input);
 }
 
 // Uneven pipelines (schedule.hpp): every stage's trace still peaks at exactly its planner step peak, and
