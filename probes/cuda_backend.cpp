@@ -72,23 +72,17 @@ struct nccl_api {
 const nccl_api* load_nccl(std::string& why) {
   static std::string failure;
   static const nccl_api* api = []() -> const nccl_api* {
-    auto lib = shared_library::open({"libnccl.so.2", "libnccl.so"}, failure);
+    static std::optional<shared_library> lib = shared_library::open({"libnccl.so.2", "libnccl.so"}, failure);
     if (!lib) return nullptr;
-    static shared_library kept = std::move(*lib);
     static nccl_api a;
-    bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      void* p = kept.symbol(name, failure);
-      ok = ok && p;
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-    };
+    symbol_binder get(*lib, failure);
     get(a.get_version, "ncclGetVersion");
     get(a.get_unique_id, "ncclGetUniqueId");
     get(a.comm_init_rank, "ncclCommInitRank");
     get(a.all_reduce, "ncclAllReduce");
     get(a.comm_destroy, "ncclCommDestroy");
     get(a.error_string, "ncclGetErrorString");
-    return ok ? &a : nullptr;
+    return get.ok() ? &a : nullptr;
   }();
   if (!api) why = failure;
   return api;
@@ -108,21 +102,16 @@ struct cublas_api {
 const cublas_api* load_cublas(std::string& why) {
   static std::string failure;
   static const cublas_api* api = []() -> const cublas_api* {
-    auto lib = shared_library::open({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, failure);
+    static std::optional<shared_library> lib =
+        shared_library::open({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, failure);
     if (!lib) return nullptr;
-    static shared_library kept = std::move(*lib);
     static cublas_api a;
-    bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      void* p = kept.symbol(name, failure);
-      ok = ok && p;
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-    };
+    symbol_binder get(*lib, failure);
     get(a.create, "cublasCreate_v2");
     get(a.destroy, "cublasDestroy_v2");
     get(a.set_stream, "cublasSetStream_v2");
     get(a.gemm_ex, "cublasGemmEx");
-    return ok ? &a : nullptr;
+    return get.ok() ? &a : nullptr;
   }();
   if (!api) why = failure;
   return api;

@@ -57,23 +57,18 @@ const nvml_api* load_nvml(std::string& why) {
   // Opened once and kept for the process: NVML is initialised once, like the driver.
   static std::string failure;
   static const nvml_api* api = []() -> const nvml_api* {
-    auto lib = shared_library::open({"libnvidia-ml.so.1", "libnvidia-ml.so"}, failure);
+    static std::optional<shared_library> lib =
+        shared_library::open({"libnvidia-ml.so.1", "libnvidia-ml.so"}, failure);
     if (!lib) return nullptr;
-    static shared_library kept = std::move(*lib);
     static nvml_api a;
-    bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      void* p = kept.symbol(name, failure);
-      ok = ok && p;
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
-    };
+    symbol_binder get(*lib, failure);
     get(a.init, "nvmlInit_v2");
     get(a.shutdown, "nvmlShutdown");
     get(a.device_by_pci_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
     get(a.device_memory, "nvmlDeviceGetMemoryInfo");
     get(a.driver_version, "nvmlSystemGetDriverVersion");
     get(a.error_string, "nvmlErrorString");
-    if (!ok) return nullptr;
+    if (!get.ok()) return nullptr;
     if (const int rc = a.init(); rc != 0) {
       failure = std::string("nvmlInit_v2 failed: ") + a.error_string(rc);
       return nullptr;

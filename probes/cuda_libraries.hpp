@@ -35,6 +35,25 @@ class shared_library {
   std::string m_path;
 };
 
+// Resolves the symbols of one library into a struct of function pointers: `bind(fn, "name")` for each;
+// ok() says whether all were found, the first missing one is named in `why`.
+class symbol_binder {
+ public:
+  symbol_binder(const shared_library& lib, std::string& why) : m_lib(lib), m_why(why) {}
+  template <class Fn>
+  void operator()(Fn*& fn, const char* name) {
+    void* p = m_lib.symbol(name, m_why);
+    m_ok = m_ok && p;
+    fn = reinterpret_cast<Fn*>(p);
+  }
+  bool ok() const { return m_ok; }
+
+ private:
+  const shared_library& m_lib;
+  std::string& m_why;
+  bool m_ok = true;
+};
+
 // NVML, as far as the probes use it. Return codes are NVML's (0 = success).
 struct nvml_api {
   struct memory {

@@ -184,11 +184,14 @@ nlohmann::json overheads_to_json(const overheads& o, const nlohmann::json& input
                       {"overhead", l.library},
                       {"note", l.note}});
   j["layers"] = layers;
-  nlohmann::json by_mode = {{o.module_loading, opt(o.layers.empty() ? std::nullopt : o.layers.front().bytes)}};
+  nlohmann::json by_mode = {
+      {o.module_loading, opt(o.layers.empty() ? std::nullopt : o.layers.front().bytes)}};
   if (!o.other_module_loading.empty())
-    by_mode[o.other_module_loading] = o.context_other_mode ? opt(o.context_other_mode->bytes) : nlohmann::json(nullptr);
+    by_mode[o.other_module_loading] =
+        o.context_other_mode ? opt(o.context_other_mode->bytes) : nlohmann::json(nullptr);
   j["context_bytes_by_module_loading"] = by_mode;
-  j["context_other_mode_note"] = o.context_other_mode ? nlohmann::json(o.context_other_mode->note) : nlohmann::json(nullptr);
+  j["context_other_mode_note"] =
+      o.context_other_mode ? nlohmann::json(o.context_other_mode->note) : nlohmann::json(nullptr);
   j["fixed_overhead_bytes"] = o.fixed_bytes();
   return j;
 }

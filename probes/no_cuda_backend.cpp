@@ -20,7 +20,9 @@ overheads probe_overheads(const overhead_shapes&) {
   throw device_error(why);
 }
 
-overhead_layer probe_context_only() { throw device_error(why); }
+overhead_layer probe_context_only() {
+  throw device_error(why);
+}
 
 gpu_environment read_gpu_environment() {
   throw device_error(why);

@@ -63,8 +63,9 @@ class trace_builder {
 step_trace build_trace(const problem& p, const layout& l, int stage) {
   const breakdown b = estimate(p, l);
   if (l.zero == 3 && !l.reshard_after_forward)
-    throw bad_input("reshard-after-forward", "the trace does not model FSDP without resharding yet (the "
-                                             "planner does)");
+    throw bad_input("reshard-after-forward",
+                    "the trace does not model FSDP without resharding yet (the "
+                    "planner does)");
   if (stage < 0 || stage >= l.pp)
     throw bad_input("stage",
                     "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
