@@ -132,11 +132,7 @@ std::optional<probe_target> open_target(const probe_options& o, const caching_op
   } else {
     t.sim = std::make_unique<sim_device>(
         p.device.capacity, static_cast<std::int64_t>(std::llround(o.granularity_mib * (1 << 20))));
-    const std::string name = o.allocator;
-    t.make_allocator = [name, copt](device& d) -> std::unique_ptr<allocator> {
-      if (name == "raw") return make_raw_allocator(d);
-      return std::make_unique<caching_allocator>(d, copt);
-    };
+    t.make_allocator = policy_factory(o.allocator, copt);
   }
   return t;
 }
@@ -303,7 +299,7 @@ int run_max_fit(const probe_options& o, problem p, const layout& l, const cachin
     j["backend"] = target->backend();
     j["measured"] = target->gpu != nullptr;
     j["device"] = target->dev().describe();
-    j["allocator"] = target->make_allocator(target->dev())->describe();
+    j["allocator"] = r.allocator;
     j["axis"] = to_string(axis);
     j["step"] = r.step;
     j["limit"] = r.limit;
@@ -317,8 +313,8 @@ int run_max_fit(const probe_options& o, problem p, const layout& l, const cachin
   std::ostringstream out;
   out << "headroom probe --max-fit " << to_string(axis) << ": " << p.model.name << ", " << zero_name(l)
       << ", recompute " << to_string(l.recompute) << ", " << axes_string(l) << "\n";
-  out << "backend " << target->dev().describe() << "; allocator "
-      << target->make_allocator(target->dev())->describe() << "\n";
+  out << "backend " << target->dev().describe()
+      << (r.allocator.empty() ? std::string() : "; allocator " + r.allocator) << "\n";
   out << "largest " << to_string(axis) << " that fits in " << gib_str(p.device.capacity, 1)
       << " GiB (multiples of " << r.step << ", searched up to " << r.limit << "; now " << r.current << "):\n";
   write_search(out, target->gpu ? "replayed on the GPU" : "replayed on the sim device", r.replayed,

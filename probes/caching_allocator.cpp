@@ -46,12 +46,10 @@ void caching_allocator::release_everything() {
     for (auto id = static_cast<std::int32_t>(i); id >= 0; id = m_blocks[static_cast<std::size_t>(id)].next)
       size += m_blocks[static_cast<std::size_t>(id)].size;
     m_dev.unmap(head.address, size);
-    m_stats.reserved -= size;
   }
   for (expandable* e : {&m_exp_small, &m_exp_large}) {
     if (!e->base) continue;
     if (e->mapped > 0) m_dev.unmap_at(*e->base, 0, e->mapped, e->page);
-    m_stats.reserved -= e->mapped;
     m_dev.release_range(*e->base, e->range);
     *e = expandable{std::nullopt, 0, 0, e->page, -1};
   }

@@ -14,6 +14,7 @@
 #include "driver_pool_allocator.hpp"
 #include "gpu_backend.hpp"
 #include "planner/errors.hpp"
+#include "probe_case.hpp"
 
 #define HEADROOM_LIBRARY_CALL(api, expr, text)                                                               \
   do {                                                                                                       \
@@ -153,10 +154,8 @@ class cuda_backend final : public gpu_backend {
   device& dev() override { return *m_device; }
 
   std::unique_ptr<allocator> make_allocator(const std::string& name, const caching_options& copt) override {
-    if (name == "raw") return make_raw_allocator(*m_device);
-    if (name == "caching") return std::make_unique<caching_allocator>(*m_device, copt);
     if (name == "driver-pool") return make_driver_pool_allocator(*m_device);
-    throw bad_input("allocator", "must be raw, caching or driver-pool, got '" + name + "'");
+    return policy_factory(name, copt)(*m_device);
   }
 
   std::unique_ptr<block_checker> make_checker() override {

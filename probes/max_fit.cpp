@@ -174,6 +174,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
     co.checker = checker.get();
     co.cleanup_slack = o.cleanup_slack;
     const case_result c = run_case(t, dev, o.make_allocator, co);
+    r.allocator = c.allocator;
     if (c.replayed.verified && !c.replayed.verified->ok()) {
       const auto bad = c.replayed.verified->first_mismatch;
       throw device_error(std::string("block verification failed at ") + to_string(o.axis) + " " +

@@ -3,9 +3,19 @@
 
 #include <algorithm>
 
+#include "planner/errors.hpp"
 #include "planner/format.hpp"
 
 namespace headroom::probes {
+
+allocator_factory policy_factory(const std::string& name, const caching_options& copt) {
+  if (name == "raw") return [](device& d) { return make_raw_allocator(d); };
+  if (name == "caching")
+    return [copt](device& d) -> std::unique_ptr<allocator> {
+      return std::make_unique<caching_allocator>(d, copt);
+    };
+  throw bad_input("allocator", "must be raw or caching on this device, got '" + name + "'");
+}
 
 case_result run_case(const step_trace& t, device& dev, const allocator_factory& make, const case_options& o) {
   case_result c;

@@ -9,11 +9,16 @@
 #include <memory>
 
 #include "allocator.hpp"
+#include "caching_allocator.hpp"
 #include "replay.hpp"
 
 namespace headroom::probes {
 
 using allocator_factory = std::function<std::unique_ptr<allocator>(device&)>;
+
+// Returns the factory of the policies any device takes: "raw" or "caching" (with `copt`). Throws bad_input
+// for another name ("driver-pool" is the CUDA backend's own, gpu_backend::make_allocator).
+allocator_factory policy_factory(const std::string& name, const caching_options& copt);
 
 // The device's free memory around a case. `slack` is what may be missing without failing the check: 0 on a
 // device only this process uses; on a real GPU, the driver's own bookkeeping may move by a page.
