@@ -322,7 +322,7 @@ int run_max_fit(const probe_options& o, problem p, const layout& l, const cachin
                            : "emulated: allocator rules over the simulated device");
   write_search(out, "planner, step peak", r.predicted_peak, "predicted: step peak <= capacity, no reserve");
   write_search(out, "planner, verdict", r.predicted_verdict,
-               "predicted: state + activations + reserve <= capacity");
+               "predicted: the verdict, seed's total and step peak + overheads <= capacity");
   out << "trials on the device:\n";
   for (const auto& t : r.replayed.trials)
     out << "  " << to_string(axis) << " " << t.value << ": " << (t.fits ? "fits, " : "does not fit, ")

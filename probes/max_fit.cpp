@@ -146,7 +146,8 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
     std::string why;
     const auto b = try_estimate(with_fit_value(p, o.axis, v), l, why);
     if (!b) return fit_trial{v, false, why};
-    return fit_trial{v, b->fits(), "total " + gib_str(b->worst_stage().total, 1) + " GiB"};
+    return fit_trial{v, b->fits(),
+                     "decisive total " + gib_str(b->worst_stage().decisive_total(), 1) + " GiB"};
   });
   r.predicted_peak = search_largest(r.step, r.limit, [&](std::int64_t v) {
     std::string why;
