@@ -78,6 +78,20 @@ void BM_MinGpus(benchmark::State& state) {
 }
 BENCHMARK(BM_MinGpus)->Unit(benchmark::kMillisecond);
 
+// The search's inner loop alone: whether any layout fits, for every N from 1 to 2,048 (korthikanti-1t
+// first fits far above, so every layout of every N is evaluated: tp, cp, sp, pp, vpp, ZeRO, recompute,
+// at the smallest micro-batch). This is the rate the 10 M evaluations / s target is about.
+void BM_AnyFits(benchmark::State& state) {
+  const problem p = one_trillion();
+  const layout_search search(p, {}, {});
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    for (int n = 1; n <= 2048; ++n) benchmark::DoNotOptimize(search.any_fits(n, evaluated));
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_AnyFits)->Unit(benchmark::kMillisecond);
+
 // The exhaustive form: --suggest (every layout evaluated, the fitting ones costed and ranked) for every N
 // from 1 to 16,384, no bound used.
 void BM_SuggestEveryN(benchmark::State& state) {

@@ -185,7 +185,8 @@ int run_plan(const plan_options& o) {
   if (given(o, "--recompute")) axes.recompute = recompute_from(o.recompute);
   if (given(o, "--sequence-parallel") || given(o, "--no-sequence-parallel"))
     axes.sequence_parallel = o.sequence_parallel;
-  axes.vpp = o.vpp;
+  if (given(o, "--vpp")) axes.vpp = o.vpp;
+  if (given(o, "--micro-batch")) axes.micro_batch = o.micro_batch;
   axes.offload_optimizer = o.offload;
   axes.zero3_inflight_units = o.units;
   axes.zero3_live_params = o.zero3_live_params;

@@ -25,10 +25,23 @@ std::string num8(std::int64_t bytes) {
   std::snprintf(buf, sizeof buf, "%8.1f", to_gib(bytes));
   return buf;
 }
-// The seed's columns: strategy 32, axes 23, then numbers right-aligned in 8, 9, 9, 9.
-std::string axes_cell(const layout& l) {
-  std::string a = axes_string(l);
-  return a.size() < 23 ? pad(a, 23) : a + " ";
+// The seed's columns: strategy 32, axes 23 (wider when the search adds vpp and micro-batch), then numbers
+// right-aligned in 8, 9, 9, 9.
+std::string axes_cell(const std::string& a, std::size_t width) {
+  return a.size() < width ? pad(a, width) : a + " ";
+}
+// Returns the axes of a candidate: the layout's, plus " mb=B" when the search chose the micro-batch.
+std::string candidate_axes(const candidate& c, bool micro_batch_searched) {
+  std::string a = axes_string(c.where);
+  if (micro_batch_searched) a += " mb=" + std::to_string(c.micro_batch);
+  return a;
+}
+// Returns the axes column width of a search's table: the seed's 23, wider when a row's axes (with vpp and
+// the searched micro-batch) need it.
+std::size_t axes_width_of(const suggestion& s) {
+  std::size_t w = 23;
+  for (const auto& c : s.fitting) w = std::max(w, candidate_axes(c, s.micro_batch_searched).size() + 1);
+  return w;
 }
 std::string pct(double fraction) {
   std::string s =
@@ -36,6 +49,21 @@ std::string pct(double fraction) {
   s.insert(s.begin(), '+');
   s.push_back('%');
   return s;
+}
+// Returns "micro-batch 1" when fixed, "micro-batch searched (1, 2, 4; global batch 1536)" when searched.
+std::string micro_batch_phrase(const problem& p, const suggestion& s) {
+  if (!s.micro_batch_searched) return "micro-batch " + std::to_string(p.training.micro_batch);
+  std::string v;
+  for (const auto& a : s.space)
+    if (std::string(a.name) == "micro_batch")
+      for (auto b : a.values) v += (v.empty() ? "" : ", ") + std::to_string(b);
+  return "micro-batch searched (" + v + "; global batch " + std::to_string(p.training.global_batch) + ")";
+}
+
+nlohmann::json space_json(const std::vector<search_axis>& space) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& a : space) j.push_back({{"axis", a.name}, {"values", a.values}, {"fixed", a.fixed}});
+  return j;
 }
 }  // namespace
 
@@ -46,22 +74,23 @@ std::string strategy_name(const layout& l) {
   return zero_name(l) + " + " + r;
 }
 
-void write_table_header(std::ostream& o, const problem& p, bool with_cost) {
-  o << pad("strategy", 32) << pad("axes", 23) << "   state    activ  reserve    total  fits "
+void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::size_t axes_width) {
+  o << pad("strategy", 32) << pad("axes", axes_width) << "   state    activ  reserve    total  fits "
     << trim(to_gib(p.device.capacity), 1) << " GiB?";
   if (with_cost) o << "     cost";
   o << "\n";
 }
 
-void write_table_rule(std::ostream& o, bool with_cost) {
-  o << std::string(rule_width + (with_cost ? cost_width : 0), '-') << "\n";
+void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width) {
+  o << std::string(rule_width + (with_cost ? cost_width : 0) + (axes_width - 23), '-') << "\n";
 }
 
 bool write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
-                     const layout_cost* cost) {
+                     const layout_cost* cost, const std::string& axes, std::size_t axes_width) {
   std::string fits = !w.fits ? "no" : w.headroom < p.device.capacity / 20 ? "tight" : "yes";
-  o << pad(strategy_name(l), 32) << axes_cell(l) << num8(w.state) << " " << num8(w.activations) << " "
-    << num8(w.reserve) << " " << num8(w.decisive_total()) << (w.peak_decides() ? "* " : "  ");
+  o << pad(strategy_name(l), 32) << axes_cell(axes.empty() ? axes_string(l) : axes, axes_width)
+    << num8(w.state) << " " << num8(w.activations) << " " << num8(w.reserve) << " "
+    << num8(w.decisive_total()) << (w.peak_decides() ? "* " : "  ");
   if (cost) {
     o << pad(fits, 15) << pct(cost->total);
   } else {
@@ -175,13 +204,14 @@ nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {
 }
 
 nlohmann::json cost_json(const layout_cost& c) {
-  return {{"recompute", c.recompute},       {"bubble", c.bubble},
-          {"tp_comm", c.tp_comm},           {"dp_exposed", c.dp_exposed},
-          {"dp_bytes_per_gpu", c.dp_bytes}, {"total", c.total}};
+  return {{"recompute", c.recompute}, {"bubble", c.bubble},         {"tp_comm", c.tp_comm},
+          {"pp_comm", c.pp_comm},     {"dp_exposed", c.dp_exposed}, {"dp_bytes_per_gpu", c.dp_bytes},
+          {"total", c.total}};
 }
 
 nlohmann::json candidate_json(const problem& p, const candidate& c) {
   return {{"layout", layout_json(c.where)},
+          {"micro_batch", c.micro_batch},
           {"worst_stage", stage_json(p, c.worst)},
           {"cost", cost_json(c.cost)},
           {"tight", c.tight}};
@@ -317,16 +347,20 @@ void write_plan_csv(std::ostream& o, const problem&, const breakdown& b) {
 
 void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top) {
   o << "headroom plan --suggest: " << p.model.name << " on " << s.gpus << " GPUs, seq " << p.training.seq
-    << ", micro-batch " << p.training.micro_batch << ", " << p.precision.name << "; " << s.evaluated
+    << ", " << micro_batch_phrase(p, s) << ", " << p.precision.name << "; " << s.evaluated
     << " layouts evaluated, " << s.fitting.size() << " fit\n";
   o << "predicted by the analytic model (not measured); GiB per GPU, worst rank; cost = extra step time "
        "(recompute, bubble, exposed communication)\n\n";
-  write_table_header(o, p, true);
-  write_table_rule(o, true);
+  const std::size_t aw = axes_width_of(s);
+  write_table_header(o, p, true, aw);
+  write_table_rule(o, true, aw);
   std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
   bool peak = false;
-  for (std::size_t i = 0; i < n; ++i)
-    peak = write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost) || peak;
+  auto row = [&](const candidate& c) {
+    peak = write_table_row(o, p, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) ||
+           peak;
+  };
+  for (std::size_t i = 0; i < n; ++i) row(s.fitting[i]);
   // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
   std::vector<std::string> shown;
   for (std::size_t i = 0; i < n; ++i) shown.push_back(strategy_name(s.fitting[i].where));
@@ -337,9 +371,9 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
     shown.push_back(name);
     if (!heading) o << "best layout of each strategy not shown above:\n";
     heading = true;
-    peak = write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost) || peak;
+    row(s.fitting[i]);
   }
-  write_table_rule(o, true);
+  write_table_rule(o, true, aw);
   write_peak_note(o, peak);
   if (s.fitting.empty()) {
     o << "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n";
@@ -349,10 +383,10 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   if (n < s.fitting.size())
     o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
   const auto& best = s.fitting.front();
-  o << "first: " << strategy_name(best.where) << " (" << axes_string(best.where) << "): recompute "
-    << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
-    << pct(best.cost.tp_comm) << ", exposed dp traffic " << pct(best.cost.dp_exposed) << "; headroom "
-    << gib_str(best.worst.headroom) << " GiB ("
+  o << "first: " << strategy_name(best.where) << " (" << candidate_axes(best, s.micro_batch_searched)
+    << "): recompute " << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
+    << pct(best.cost.tp_comm) << ", pp traffic " << pct(best.cost.pp_comm) << ", exposed dp traffic "
+    << pct(best.cost.dp_exposed) << "; headroom " << gib_str(best.worst.headroom) << " GiB ("
     << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1)
     << "%)\n";
   o << "tight = fits with under 5% headroom, too tight to trust; ranked after the rest\n";
@@ -363,6 +397,7 @@ nlohmann::json suggest_json(const problem& p, const suggestion& s) {
   j["schema"] = "headroom.suggest/2";
   j["gpus"] = s.gpus;
   j["evaluated"] = s.evaluated;
+  j["search_space"] = space_json(s.space);
   j["bound"] = {{"shardable_bytes_per_param", s.bound.shardable_per_param},
                 {"state_total_bytes", s.bound.state_total},
                 {"state_per_gpu_bytes", s.bound.per_gpu},
@@ -376,23 +411,26 @@ nlohmann::json suggest_json(const problem& p, const suggestion& s) {
 }
 
 void write_suggest_csv(std::ostream& o, const problem&, const suggestion& s) {
-  o << "rank,gpus,tp,pp,cp,dp,vpp,zero,recompute,sequence_parallel," << stage_csv_header
-    << ",cost_total,cost_recompute,cost_bubble,cost_tp_comm,cost_dp_exposed,dp_bytes_per_gpu,tight\n";
+  o << "rank,gpus,tp,pp,cp,dp,vpp,micro_batch,zero,recompute,sequence_parallel," << stage_csv_header
+    << ",cost_total,cost_recompute,cost_bubble,cost_tp_comm,cost_pp_comm,cost_dp_exposed,dp_bytes_per_gpu,"
+       "tight\n";
   int rank = 1;
   for (const auto& c : s.fitting) {
     const auto& l = c.where;
     o << rank++ << ',' << l.gpus << ',' << l.tp << ',' << l.pp << ',' << l.cp << ',' << l.dp() << ',' << l.vpp
-      << ',' << l.zero << ',' << to_string(l.recompute) << ',' << (l.sp() ? "true" : "false") << ',';
+      << ',' << c.micro_batch << ',' << l.zero << ',' << to_string(l.recompute) << ','
+      << (l.sp() ? "true" : "false") << ',';
     stage_csv(o, c.worst);
     o << ',' << c.cost.total << ',' << c.cost.recompute << ',' << c.cost.bubble << ',' << c.cost.tp_comm
-      << ',' << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes) << ','
-      << (c.tight ? "true" : "false") << "\n";
+      << ',' << c.cost.pp_comm << ',' << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes)
+      << ',' << (c.tight ? "true" : "false") << "\n";
   }
 }
 
 void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top) {
-  o << "headroom plan --min-gpus: " << p.model.name << ", seq " << p.training.seq << ", micro-batch "
-    << p.training.micro_batch << ", " << p.precision.name << " (predicted by the analytic model)\n\n";
+  o << "headroom plan --min-gpus: " << p.model.name << ", seq " << p.training.seq << ", "
+    << (r.at_min ? micro_batch_phrase(p, *r.at_min) : "micro-batch " + std::to_string(p.training.micro_batch))
+    << ", " << p.precision.name << " (predicted by the analytic model)\n\n";
   o << explain_min_gpus(p, r);
   if (!r.n_min) {
     o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated
@@ -402,13 +440,18 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
   auto show = [&](const char* what, int n, const suggestion& s) {
     o << "\n"
       << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
-    write_table_header(o, p, true);
-    write_table_rule(o, true);
+    const std::size_t aw = axes_width_of(s);
+    write_table_header(o, p, true, aw);
+    write_table_rule(o, true, aw);
     std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
     bool peak = false;
-    for (std::size_t i = 0; i < k; ++i)
-      peak = write_table_row(o, p, s.fitting[i].where, s.fitting[i].worst, &s.fitting[i].cost) || peak;
-    write_table_rule(o, true);
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto& c = s.fitting[i];
+      peak =
+          write_table_row(o, p, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) ||
+          peak;
+    }
+    write_table_rule(o, true, aw);
     write_peak_note(o, peak);
   };
   show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
@@ -423,6 +466,7 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
   j["strict_bound"] = r.strict_bound;
   j["full_recompute_activation_bytes"] = r.full_recompute_activations;
   j["first_candidate"] = r.first_candidate;
+  if (r.at_min) j["search_space"] = space_json(r.at_min->space);
   j["min_gpus"] = r.n_min ? nlohmann::json(*r.n_min) : nlohmann::json(nullptr);
   j["min_gpus_power_of_two"] = r.n_pow2 ? nlohmann::json(*r.n_pow2) : nlohmann::json(nullptr);
   if (r.at_min && !r.at_min->fitting.empty()) j["best_at_min"] = candidate_json(p, r.at_min->fitting.front());

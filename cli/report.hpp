@@ -12,12 +12,12 @@
 namespace headroom::cli {
 
 // The seed's table header (plus a cost column) and its rule line.
-void write_table_header(std::ostream& o, const problem& p, bool with_cost);
-void write_table_rule(std::ostream& o, bool with_cost);
+void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::size_t axes_width = 23);
+void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width = 23);
 // One table row for a layout's worst stage; the total is the decisive one, starred when the step peak
-// decides. Returns whether it did.
+// decides. `axes` replaces the layout's axes text when not empty. Returns whether the step peak decided.
 bool write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
-                     const layout_cost* cost);
+                     const layout_cost* cost, const std::string& axes = "", std::size_t axes_width = 23);
 // The footnote of a table in which some row's total was starred.
 void write_peak_note(std::ostream& o, bool any);
 // Returns the seed's strategy name: "ZeRO-3 + selective recompute".

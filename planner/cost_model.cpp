@@ -34,6 +34,17 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     const double bytes = per_layer * (L / l.pp) * M;
     r.tp_comm = bytes / (c.intra_node_gbs * 1e9) / compute_s;
   }
+  if (l.pp > 1) {
+    // Pipeline sends: per micro-batch each of a stage's vpp chunks sends its output forward and its input
+    // gradient backward, s/cp x b x h activations each, 1/tp of it per GPU (Megatron's scatter/gather);
+    // interleaving multiplies these sends by vpp (Narayanan et al., arXiv 2104.04473, sections 2.2.2 and
+    // 4.1). Neighbouring stages are N/pp ranks apart: on another node once that reaches a node's GPUs.
+    const double msg = s / l.cp * static_cast<double>(p.training.micro_batch) * h *
+                       static_cast<double>(p.precision.activation_bytes) / l.tp;
+    const double bytes = 2.0 * l.vpp * M * msg;
+    const bool crosses = l.gpus / l.pp >= p.device.gpus_per_node && l.gpus > p.device.gpus_per_node;
+    r.pp_comm = bytes / ((crosses ? c.inter_node_gbs : c.intra_node_gbs) * 1e9) / compute_s;
+  }
   const double D = l.shard_degree();
   if (D > 1) {
     const double rank_params = static_cast<double>(pc.total) / (static_cast<double>(l.tp) * l.pp);
@@ -42,7 +53,7 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     const double bw = (l.gpus > p.device.gpus_per_node ? c.inter_node_gbs : c.intra_node_gbs) * 1e9;
     r.dp_exposed = std::max(0.0, r.dp_bytes / bw - compute_s) / compute_s;
   }
-  r.total = r.recompute + r.bubble + r.tp_comm + r.dp_exposed;
+  r.total = r.recompute + r.bubble + r.tp_comm + r.pp_comm + r.dp_exposed;
   return r;
 }
 

@@ -1,6 +1,7 @@
 // cost_model.hpp: how --suggest ranks layouts that fit. Each term is a fraction of the ideal step time:
-// extra FLOPs of recomputation, the pipeline bubble, tensor-parallel collectives (on the critical path),
-// and data-parallel traffic that compute cannot hide. docs/model.md ("Ranking") derives each term.
+// extra FLOPs of recomputation, the pipeline bubble, tensor-parallel collectives and pipeline sends (on
+// the critical path), and data-parallel traffic that compute cannot hide. docs/model.md ("Ranking") derives
+// each term.
 #pragma once
 
 #include "estimate.hpp"
@@ -21,9 +22,10 @@ struct layout_cost {
   double recompute = 0;   // extra FLOPs / model FLOPs: 1/3 full; (s/6h)/(1 + s/6h + V/16Lh) selective
   double bubble = 0;      // (pp - 1) / (M * vpp)
   double tp_comm = 0;     // tp collective time / compute time
+  double pp_comm = 0;     // pipeline send / receive time / compute time (x vpp when interleaved)
   double dp_exposed = 0;  // max(0, dp traffic time - compute time) / compute time
   double dp_bytes = 0;    // data-parallel bytes sent per GPU per step (ZeRO-3: 3 x params, else 2 x)
-  double total = 0;       // sum of the four fractions
+  double total = 0;       // sum of the five fractions
 };
 
 // Returns the cost of `l` for `p`; `pc` is count_params(p.model).

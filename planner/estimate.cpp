@@ -9,12 +9,9 @@
 namespace headroom {
 
 namespace {
+__extension__ using wide_int = __int128;  // Ψ * layers can pass 2^63
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
-}
-std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX / 4 : r;
 }
 }  // namespace
 
@@ -35,39 +32,59 @@ std::int64_t microbatches_per_step(const problem& p, const layout& l) {
   return std::max<std::int64_t>(1, ceil_div(p.training.global_batch, p.training.micro_batch * l.dp()));
 }
 
+std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
+                                  std::int64_t layers) {
+  const std::int64_t L = p.model.layers;
+  std::int64_t stage_params = 0;
+  if (pc.stated) {
+    // Psi * layers_k / L: with an even split this is Psi / pp exactly, the seed's figure; uneven, in
+    // 128 bits so the product cannot overflow.
+    stage_params = layers * l.pp == L
+                       ? pc.total / l.pp
+                       : static_cast<std::int64_t>(static_cast<wide_int>(pc.total) * layers / L);
+  } else {
+    stage_params = layers * pc.per_layer;
+    if (stage == 0) stage_params += pc.embedding;
+    if (stage == l.pp - 1) stage_params += pc.output + (l.pp > 1 ? pc.output_tied : 0);
+  }
+  return ceil_div(stage_params, l.tp);
+}
+
+std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, std::int64_t params_on_rank) {
+  const std::int64_t bytes = b.bytes * params_on_rank;
+  return l.zero >= b.shard_from ? ceil_div(bytes, l.shard_degree()) : bytes;
+}
+
+std::int64_t persistent_bytes(const problem& p, const layout& l, std::int64_t params_on_rank) {
+  std::int64_t sum = 0;
+  for (const auto& b : p.precision.buffers)
+    if (!offloaded(b, l)) sum += buffer_bytes(b, l, params_on_rank);
+  return sum;
+}
+
+std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
+                             std::int64_t params_on_rank) {
+  if (l.zero != 3 || l.shard_degree() <= 1) return 0;
+  return l.reshard_after_forward ? zero3_units(pc, l, layers / l.vpp) * zero3_gather_bytes(p, pc, l)
+                                 : params_on_rank * p.precision.bytes_of(buffer_kind::params);
+}
+
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l, int stage) {
   stage_breakdown s;
   s.stage = stage;
-  const std::int64_t L = p.model.layers;
   s.layers = stage_layers(p, l, stage);
   const bool first = stage == 0, last = stage == l.pp - 1;
 
   // Parameters this rank owns. A stated Ψ is spread evenly (the seed's convention); a derived one puts
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
-  std::int64_t stage_params = 0;
-  if (pc.stated) {
-    // Psi * layers_k / L: with an even split this is Psi / pp exactly, the seed's figure; uneven, in
-    // 128 bits so the product cannot overflow.
-    stage_params = s.layers * l.pp == L
-                       ? pc.total / l.pp
-                       : static_cast<std::int64_t>(static_cast<__int128>(pc.total) * s.layers / L);
-  } else {
-    stage_params = s.layers * pc.per_layer;
-    if (first) stage_params += pc.embedding;
-    if (last) stage_params += pc.output + (l.pp > 1 ? pc.output_tied : 0);
-  }
-  s.params_on_rank = ceil_div(stage_params, l.tp);
+  s.params_on_rank = stage_params_on_rank(p, pc, l, stage, s.layers);
 
-  const std::int64_t shards = l.shard_degree();
   const auto& bufs = p.precision.buffers;
   for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
     const auto& b = bufs[i];
-    std::int64_t bytes = b.bytes * s.params_on_rank;
-    if (l.zero >= b.shard_from) bytes = ceil_div(bytes, shards);
-    const bool offloaded =
-        l.offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer);
-    if (offloaded) {
+    const std::int64_t bytes = buffer_bytes(b, l, s.params_on_rank);
+    if (offloaded(b, l)) {
       s.host_offload += bytes;
       continue;
     }
@@ -92,10 +109,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
   // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
   // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
-  if (l.zero == 3 && shards > 1)
-    s.transient = l.reshard_after_forward
-                      ? zero3_units(pc, l, s.layers / l.vpp) * zero3_gather_bytes(p, pc, l)
-                      : s.params_on_rank * p.precision.bytes_of(buffer_kind::params);
+  s.transient = stage_transient(p, pc, l, s.layers, s.params_on_rank);
   s.state = s.persistent + s.transient;
 
   // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
@@ -103,7 +117,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // (1 + (pp-1)/(pp*vpp)) of memory-facts.md.
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
-  s.activations = sat_mul(s.layer_activations, per_layer.of(l.recompute));
+  s.activations = saturating_mul(s.layer_activations, per_layer.of(l.recompute));
   if (first && peaks.first_stage) {
     s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
     s.activations += s.embedding_activations;

@@ -84,6 +84,31 @@ std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t c
 // Returns the micro-batches per step of `l`: ceil(global batch / (micro-batch x dp)).
 std::int64_t microbatches_per_step(const problem& p, const layout& l);
 
+// Returns a * b, or INT64_MAX / 4 when the product overflows (an absurd layout that cannot fit; the sum
+// with the other terms then still does not overflow).
+inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX / 4 : r;
+}
+
+// The pieces of a stage's figures, stated once: evaluate_stage assembles them into a breakdown, and the
+// search (suggest.cpp) combines them without building one.
+// Returns the parameters rank `stage` owns before ZeRO sharding (a count): a stated Ψ spread by layers, a
+// derived one with the embedding on the first stage and the output layer on the last; divided by tp.
+std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
+                                  std::int64_t layers);
+// Returns whether buffer `b` lives in host memory under `l` (ZeRO-Offload: master and optimizer states).
+inline bool offloaded(const recipe_buffer& b, const layout& l) {
+  return l.offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer);
+}
+// Returns the bytes of buffer `b` for `params_on_rank` parameters, divided over the shards when sharded.
+std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, std::int64_t params_on_rank);
+// Returns the bytes of every buffer kept on the GPU (params + grads + master + optimizer).
+std::int64_t persistent_bytes(const problem& p, const layout& l, std::int64_t params_on_rank);
+// Returns the ZeRO-3 gather transient of a stage of `layers` layers, in bytes (0 below ZeRO-3).
+std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
+                             std::int64_t params_on_rank);
+
 // Returns the breakdown of one stage, given the precomputed per-layer sums. No allocation: this is the
 // inner loop of --suggest.
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,

@@ -1,6 +1,8 @@
 // suggest.hpp: searching layouts. --suggest enumerates every valid layout for N GPUs and ranks those that
 // fit; --min-gpus finds the smallest N (and power of two) with a fitting layout; the state bound proves
-// when no layout can exist.
+// when no layout can exist. The search space is data: a list of axes (tp, cp, sp, micro-batch, pp, vpp,
+// ZeRO stage, recompute), each with the values it takes and whether the user fixed it; the constraints
+// between them are layout_error() and the micro-batch / interleaving rules stated on search_space().
 #pragma once
 
 #include <cstdint>
@@ -15,19 +17,28 @@ namespace headroom {
 
 // Axes the user fixed on the command line; the search varies the rest.
 struct search_axes {
-  std::optional<int> tp, pp, cp, zero;
+  std::optional<int> tp, pp, cp, zero, vpp;
+  std::optional<std::int64_t> micro_batch;  // unset: searched, the global batch fixed
   std::optional<recompute_mode> recompute;
   std::optional<bool> sequence_parallel;
-  int vpp = 1;
   bool offload_optimizer = false;
   int zero3_inflight_units = 2;
   std::int64_t zero3_live_params = 0;
   bool reshard_after_forward = true;
 };
 
+// One axis of the search: its name, the values tried (in order), and whether the user fixed it.
+// Booleans are 0/1, recompute modes their enum values.
+struct search_axis {
+  const char* name;
+  std::vector<std::int64_t> values;
+  bool fixed = false;
+};
+
 struct candidate {
   layout where;
-  stage_breakdown worst;  // the stage that decides "fits"
+  std::int64_t micro_batch = 1;  // sequences per micro-batch of this layout (the global batch is fixed)
+  stage_breakdown worst;         // the stage that decides "fits"
   layout_cost cost;
   bool tight = false;  // headroom under 5% of capacity: too tight to trust
 };
@@ -49,6 +60,9 @@ struct suggestion {
   std::optional<candidate> smallest;  // the smallest total seen, fitting or not
   std::int64_t evaluated = 0;         // layouts evaluated
   state_bound bound;
+  std::vector<search_axis> space;     // the axes searched and their values
+  bool micro_batch_searched = false;  // the micro-batch was an axis (its value is in each candidate)
+  bool vpp_searched = false;
 };
 
 // Returns the bound for N GPUs.
@@ -68,23 +82,37 @@ class layout_search {
   const param_counts& params() const { return m_params; }
   const problem& the_problem() const { return m_problem; }
   const search_axes& axes() const { return m_axes; }
+  // Returns the axes searched, with their values: the search space as data (for --explain and JSON).
+  // Constraints beyond layout_error(): a searched micro-batch b > 1 needs b * dp to divide the global
+  // batch (Megatron's rule; micro-batch 1 keeps ceil(global / dp) micro-batches, the seed's convention);
+  // a searched vpp > 1 needs pp > 1, each stage's layers divisible by vpp and the micro-batches per step
+  // divisible by pp (Megatron-LM's interleaved schedule asserts it).
+  const std::vector<search_axis>& space() const { return m_space; }
+  // Returns whether the micro-batch is searched (not fixed by the user).
+  bool micro_batch_searched() const { return !m_axes.micro_batch.has_value(); }
+  // Returns the problem with the micro-batch of `c` (the one its figures are computed for).
+  const problem& problem_of(const candidate& c) const;
 
  private:
   struct variant {
     int tp, cp;
     bool sp;
+    int mb;  // index into m_problems: the micro-batch axis
     activation_sums sums;
     peak_sums peaks;
   };
+  struct fast_total;
   template <class Visit>
-  void for_each_layout(int gpus, Visit&& visit) const;
+  void for_each_layout(int gpus, bool smallest_micro_batch_only, Visit&& visit) const;
 
   problem m_problem;
   search_axes m_axes;
   cost_model m_costs;
   param_counts m_params;
+  std::vector<search_axis> m_space;
+  std::vector<problem> m_problems;  // one per micro-batch value, in the axis' order
   std::vector<variant> m_variants;
-  std::vector<int> m_pp;
+  std::vector<std::pair<int, int>> m_pp_vpp;  // valid (pp, vpp) pairs
 };
 
 struct min_gpus_result {

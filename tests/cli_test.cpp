@@ -301,7 +301,8 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
 // --top 0 lists every fitting layout in --min-gpus too, tight ones included: the seed's own answer at 16 GPUs
 // (ZeRO-3 + full recompute, 184.3 GiB, 4% headroom, tight) is among them.
 TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
-  auto r = run(g + "--min-gpus --top 0");
+  // With micro-batch and vpp fixed: the seed's search (tp, pp, cp, sp, ZeRO, recompute).
+  auto r = run(g + "--min-gpus --top 0 --micro-batch 1 --vpp 1");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("tp=1 pp=1 dp=16           169.8      4.5     10.0    184.3  tight"),
             std::string::npos)
@@ -313,6 +314,13 @@ TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
   for (std::string line; std::getline(rest, line);)
     rows16 += line.find("  yes  ") != std::string::npos || line.find("  tight  ") != std::string::npos;
   EXPECT_EQ(rows16, 25);
+  // Searched by default, the seed's answer is still listed, with its micro-batch.
+  r = run(g + "--min-gpus --top 0");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("tp=1 pp=1 dp=16 mb=1             169.8      4.5     10.0    184.3  tight"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("micro-batch searched (1, 2, 4, 8, 16; global batch 1536)"), std::string::npos);
 }
 
 // A long context where the step peak decides (README): the seed's total fits 40 GB, the peak does not.

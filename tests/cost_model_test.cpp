@@ -29,6 +29,23 @@ TEST(CostModel, BubbleIsPpMinusOneOverMicroBatches) {
   EXPECT_DOUBLE_EQ(cost_of(p, pc, l, {}).bubble, 3.0 / (192.0 * 2));
 }
 
+// Pipeline sends, from their closed form: 2 v M messages of s b h 2 bytes / t per GPU over the link between
+// neighbouring stages (inter-node when N / p fills a node), as a fraction of the compute time.
+TEST(CostModel, PipelineTrafficScalesWithInterleaving) {
+  auto p = preset_problem("gpt3-175b");
+  auto pc = count_params(p.model);
+  auto l = make_layout(32, 3, recompute_mode::none, 1, 2);  // dp 16, M = 96, N/p = 16: across nodes
+  const auto c1 = cost_of(p, pc, l, {});
+  const double compute = 6.0 * 175e9 * 1536 * 2048 * (1 + 2048.0 / (6 * 12288)) / 32 / (2250e12 * 0.4);
+  EXPECT_NEAR(c1.pp_comm, 2.0 * 96 * 2048 * 12288 * 2 / 50e9 / compute, 1e-9);
+  l.vpp = 4;
+  EXPECT_NEAR(cost_of(p, pc, l, {}).pp_comm, 4 * c1.pp_comm, 1e-12);
+  EXPECT_EQ(cost_of(p, pc, make_layout(32, 3, recompute_mode::none), {}).pp_comm, 0.0);  // no pipeline
+  auto within = make_layout(8, 3, recompute_mode::none, 1, 2);  // N/p = 4: neighbours share a node
+  p.device.gpus_per_node = 8;
+  EXPECT_LT(cost_of(p, pc, within, {}).pp_comm, c1.pp_comm);
+}
+
 TEST(CostModel, DataParallelVolume) {
   auto p = preset_problem("gpt3-175b");
   auto pc = count_params(p.model);

@@ -155,5 +155,100 @@ TEST(Suggest, RejectsImpossibleFixedAxes) {
   }
 }
 
+// The search's fast path (stage pieces combined without a breakdown) against a brute-force enumeration that
+// builds every layout by hand and asks estimate(): the same layouts are evaluated and the same ones fit,
+// under the default split, an explicit one (the slow path), offload and a ZeRO-3 live-parameter cap.
+TEST(Suggest, FastPathAgreesWithEstimateOnEveryLayout) {
+  struct setup {
+    const char* name;
+    void (*adjust)(problem&, search_axes&);
+  };
+  const setup setups[] = {
+      {"balanced", [](problem&, search_axes&) {}},
+      {"explicit split", [](problem& p, search_axes&) { p.training.split.first_stage = 6; }},
+      {"offload", [](problem&, search_axes& a) { a.offload_optimizer = true; }},
+      {"live params", [](problem&, search_axes& a) { a.zero3_live_params = 300'000'000; }},
+  };
+  for (const auto& st : setups) {
+    auto p = preset_problem("gpt3-6.7b");  // 32 layers, 32 heads
+    p.device.capacity = 40 * gib;
+    p.device.reserve = 2 * gib;
+    p.training.global_batch = 64;
+    search_axes axes;
+    st.adjust(p, axes);
+    const layout_search search(p, axes, {});
+    for (int n : {4, 8, 12, 16}) {
+      std::int64_t evaluated = 0, fitting = 0;
+      for (int tp = 1; tp <= 8; ++tp)
+        for (int sp = 1; sp >= 0; --sp)
+          for (std::int64_t mb : {1, 2, 4, 8, 16})
+            for (int pp = 1; pp <= 34; ++pp)
+              for (int vpp = 1; vpp <= 8; ++vpp)
+                for (int z = 0; z <= 3; ++z)
+                  for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+                    if (tp == 1 && !sp) continue;
+                    layout l;
+                    l.gpus = n;
+                    l.tp = tp;
+                    l.pp = pp;
+                    l.vpp = vpp;
+                    l.zero = z;
+                    l.recompute = r;
+                    l.sequence_parallel = sp;
+                    l.offload_optimizer = axes.offload_optimizer;
+                    l.zero3_live_params = axes.zero3_live_params;
+                    problem q = p;
+                    q.training.micro_batch = mb;
+                    if (layout_error(q, l)) continue;
+                    const std::int64_t dp = l.dp();
+                    if (mb > 1 && q.training.global_batch % (mb * dp)) continue;
+                    if (vpp > 1 && microbatches_per_step(q, l) % pp) continue;
+                    if (z > 0 && l.shard_degree() == 1) continue;
+                    ++evaluated;
+                    fitting += estimate(q, l).fits();
+                  }
+      const auto s = search.suggest(n);
+      EXPECT_EQ(s.evaluated, evaluated) << st.name << " N=" << n;
+      EXPECT_EQ(static_cast<std::int64_t>(s.fitting.size()), fitting) << st.name << " N=" << n;
+      for (const auto& c : s.fitting) {
+        problem q = p;
+        q.training.micro_batch = c.micro_batch;
+        EXPECT_EQ(estimate(q, c.where).worst_stage().decisive_total(), c.worst.decisive_total());
+      }
+      // any_fits tries only the smallest micro-batch (memory never falls as it grows): same answer.
+      std::int64_t ignored = 0;
+      EXPECT_EQ(search.any_fits(n, ignored), fitting > 0) << st.name << " N=" << n;
+    }
+  }
+}
+
+// Micro-batch and vpp are axes by default; fixing them on the command line fixes them in the search.
+TEST(Suggest, MicroBatchAndVppAreSearchedUnlessFixed) {
+  auto p = preset_problem("gpt3-175b");
+  const layout_search searched(p, {}, {});
+  ASSERT_EQ(searched.space().size(), 8u);
+  EXPECT_TRUE(searched.micro_batch_searched());
+  auto s = searched.suggest(32);
+  bool mb2 = false, vpp2 = false;
+  for (const auto& c : s.fitting) {
+    mb2 |= c.micro_batch == 2;
+    vpp2 |= c.where.vpp > 1;
+    EXPECT_EQ(1536 % (c.micro_batch * c.where.dp()) == 0 || c.micro_batch == 1, true);
+  }
+  EXPECT_TRUE(mb2);   // tp=2 sp halves activations: micro-batch 2 fits at 32 GPUs
+  EXPECT_TRUE(vpp2);  // interleaved pipelines fit too
+  search_axes fixed;
+  fixed.micro_batch = 1;
+  fixed.vpp = 1;
+  const layout_search seed(p, fixed, {});
+  EXPECT_FALSE(seed.micro_batch_searched());
+  auto f = seed.suggest(32);
+  EXPECT_EQ(f.evaluated, 297);  // the seed's search: tp, pp, sp, ZeRO, recompute
+  for (const auto& c : f.fitting) {
+    EXPECT_EQ(c.micro_batch, 1);
+    EXPECT_EQ(c.where.vpp, 1);
+  }
+}
+
 }  // namespace
 }  // namespace headroom
