@@ -11,5 +11,6 @@ inline constexpr int exit_does_not_fit =
 inline constexpr int exit_no_device = 4;  // a GPU backend was asked for and there is no usable device
 inline constexpr int exit_device_failed =
     5;  // the device failed: a CUDA call, a block that failed verification, memory not given back
+inline constexpr int exit_validation_failed = 6;  // validate: a prediction contradicts a published outcome
 
 }  // namespace headroom::cli

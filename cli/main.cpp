@@ -11,6 +11,7 @@
 #include "probes/device.hpp"
 #include "probes/gpu_backend.hpp"
 #include "report.hpp"
+#include "validate_command.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   probe_options trace, probe;
   auto* trace_cmd = add_trace_command(app, trace);
   auto* probe_cmd = add_probe_command(app, probe);
+  validate_options validate;
+  auto* validate_cmd = add_validate_command(app, validate);
   for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
   auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
   auto* recipes_cmd =
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
       return exit_fits;
     }
     if (plan_cmd->parsed()) return run_plan(plan);
+    if (validate_cmd->parsed()) return run_validate(validate);
     if (trace_cmd->parsed()) return run_trace(trace);
     if (probe_cmd->parsed()) return run_probe(probe);
     if (context_cmd->parsed()) {

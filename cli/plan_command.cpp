@@ -120,7 +120,9 @@ bool given(const plan_options& o, const char* name) {
 
 problem problem_from(const plan_options& o) {
   problem p;
-  if (!o.preset.empty())
+  if (o.inline_model)
+    p.model = *o.inline_model;
+  else if (!o.preset.empty())
     p.model = load_preset(o.preset, preset_dir());
   else if (!o.model_file.empty())
     p.model = load_model_file(o.model_file);

@@ -13,6 +13,7 @@ namespace headroom::cli {
 
 struct plan_options {
   std::string preset, model_file, hf_config;
+  std::optional<model_spec> inline_model;  // set by `validate` for a pack row that carries its model
   std::optional<std::int64_t> seq;
   std::int64_t micro_batch = 1, global_batch = 1536;
   std::string recipe = "bf16-adam";

@@ -405,3 +405,69 @@ TEST(CliProbe, MaxFitOnTheSimDeviceBesideThePlanner) {
 }
 
 }  // namespace
+
+namespace {
+
+// Writes `text` to a per-process file and returns its path.
+std::string write_pack(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/headroom_pack_" + std::to_string(::getpid()) + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// validate: the shipped pack agrees row by row (each row a published figure or outcome with its citation),
+// exit 0; --json carries every row.
+TEST(Cli, ValidateShippedPackAgrees) {
+  auto r = run("validate");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("34 of 34 agree"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("arXiv 2104.04473"), std::string::npos);
+  auto j = run("validate --json");
+  ASSERT_EQ(j.status, 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "headroom.validate/1");
+  EXPECT_EQ(doc["rows"].size(), 34u);
+  for (const auto& row : doc["rows"]) EXPECT_FALSE(row["citation"].get<std::string>().empty());
+}
+
+// A run that trained predicted not to fit, or a published out-of-memory predicted to fit: exit 6, named.
+TEST(Cli, ValidateContradictionExitsSix) {
+  const std::string row =
+      R"({"schema":"headroom.validation/1","rows":[{"id":"tiny card","kind":"trained","citation":"test",)"
+      R"("published":{"gpu":"test"},"args":"--preset gpt3-175b --gpus 8 --zero 3 --gpu-mem 80"},)"
+      R"({"id":"huge card","kind":"oom","citation":"test","published":{},)"
+      R"("args":"--preset gpt3-125m --gpus 1 --gpu-mem 80"}]})";
+  auto r = run("validate --pack " + write_pack("contra.json", row));
+  EXPECT_EQ(r.status, 6) << r.out << r.err;
+  EXPECT_NE(r.out.find("a run that trained is predicted not to fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a published out-of-memory is predicted to fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 of 2 agree"), std::string::npos);
+}
+
+// A malformed pack is one line naming the problem, exit 2.
+TEST(Cli, ValidateBadPackIsOneLine) {
+  const struct {
+    const char *name, *text, *says;
+  } cases[] = {
+      {"trunc.json", R"({"schema":"headroom.validation/1","rows":[)", "JSON"},
+      {"schema.json", R"({"schema":"other","rows":[]})", "not a validation pack"},
+      {"kind.json",
+       R"({"schema":"headroom.validation/1","rows":[{"id":"x","kind":"maybe","citation":"c",)"
+       R"("args":"--preset gpt3-125m --gpus 1"}]})",
+       "kind must be"},
+      {"args.json",
+       R"({"schema":"headroom.validation/1","rows":[{"id":"x","kind":"oom","citation":"c",)"
+       R"("args":"--preset gpt3-125m --gpus 1 --tp 5"}]})",
+       "tp"},
+      {"noargs.json", R"({"schema":"headroom.validation/1","rows":[{"id":"x","kind":"oom","citation":"c"}]})",
+       "args"},
+  };
+  for (const auto& c : cases) {
+    auto r = run("validate --pack " + write_pack(c.name, c.text));
+    EXPECT_EQ(r.status, 2) << c.name << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << c.name << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.name << "\n" << r.err;
+  }
+}
+
+}  // namespace
