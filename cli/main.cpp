@@ -11,6 +11,7 @@
 #include "probes/device.hpp"
 #include "probes/gpu_backend.hpp"
 #include "report.hpp"
+#include "snapshot_command.hpp"
 #include "validate_command.hpp"
 #include "version.hpp"
 
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   probe_options trace, probe;
   auto* trace_cmd = add_trace_command(app, trace);
   auto* probe_cmd = add_probe_command(app, probe);
+  snapshot_options snapshot;
+  auto* snapshot_cmd = add_snapshot_command(app, snapshot);
   validate_options validate;
   auto* validate_cmd = add_validate_command(app, validate);
   for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
     }
     if (plan_cmd->parsed()) return run_plan(plan);
     if (validate_cmd->parsed()) return run_validate(validate);
+    if (snapshot_cmd->parsed()) return run_snapshot(snapshot);
     if (trace_cmd->parsed()) return run_trace(trace);
     if (probe_cmd->parsed()) return run_probe(probe);
     if (context_cmd->parsed()) {

@@ -27,6 +27,7 @@
 #include "probes/timeline_svg.hpp"
 #include "probes/trace_io.hpp"
 #include "report.hpp"
+#include "snapshot_command.hpp"
 #include "version.hpp"
 
 namespace headroom::cli {
@@ -370,6 +371,14 @@ CLI::App* add_probe_command(CLI::App& app, probe_options& o) {
               "Measure the GPU stack's fixed costs: context, cuBLAS, NCCL (layered device-used deltas)");
   c->add_option("--bucket-mb", o.bucket_mb, "--overheads: gradient bucket all-reduced, MiB")
       ->capture_default_str();
+  c->add_option("--snapshot", o.snapshot_file,
+                "Replay a PyTorch memory snapshot (pickle or JSON) through the allocator emulation");
+  c->add_option("--snapshot-device", o.snapshot_device, "--snapshot: the device trace to replay")
+      ->capture_default_str();
+  c->add_flag("--what-if", o.what_if,
+              "--snapshot: the same sequence under other settings and the least capacity each needs");
+  // With --snapshot no model is needed; without, problem_from() asks for one.
+  c->get_option_group("model")->require_option(-1);
   return c;
 }
 
@@ -406,6 +415,8 @@ int run_trace(const probe_options& o) {
 }
 
 int run_probe(const probe_options& o) {
+  if (!o.snapshot_file.empty()) return run_snapshot_probe(o);
+  if (o.what_if) throw bad_input("what-if", "applies to --snapshot");
   problem p = problem_from(o.problem);
   const caching_options copt = check_options(o);
   const layout l = layout_from(o.problem);

@@ -21,9 +21,12 @@ struct probe_options {
   std::string trace_file;  // replay this trace instead of building one
   std::string json_out, timeline_out;
   bool force = false;
-  bool overheads = false;  // --overheads: the layered fixed-overhead probe (CUDA)
-  double bucket_mb = 25;   // --overheads: the all-reduce's gradient bucket (PyTorch DDP's default)
-  std::string max_fit;     // --max-fit micro-batch|seq|layers
+  bool overheads = false;     // --overheads: the layered fixed-overhead probe (CUDA)
+  double bucket_mb = 25;      // --overheads: the all-reduce's gradient bucket (PyTorch DDP's default)
+  std::string max_fit;        // --max-fit micro-batch|seq|layers
+  std::string snapshot_file;  // --snapshot: replay a PyTorch memory snapshot instead of a step trace
+  int snapshot_device = 0;
+  bool what_if = false;
   std::optional<std::int64_t> max_fit_limit;
   std::string command_line;
 };

@@ -32,6 +32,10 @@ class allocator {
   // Returns a handle to a block of at least `bytes`, or nullopt when the device is out of memory after
   // the policy's retries.
   virtual std::optional<std::int64_t> allocate(std::int64_t bytes) = 0;
+  // Returns a handle to a block of at least `bytes` used on `stream`; policies without streams ignore it.
+  virtual std::optional<std::int64_t> allocate_on(std::int64_t bytes, std::int64_t /*stream*/) {
+    return allocate(bytes);
+  }
   // Returns the block to the policy.
   virtual void release(std::int64_t handle) = 0;
   // Returns the device address of a live block.

@@ -94,18 +94,18 @@ void caching_allocator::drop_block(std::int32_t id) {
 
 void caching_allocator::insert_free(std::int32_t id) {
   const auto& b = m_blocks[static_cast<std::size_t>(id)];
-  pool_of(b.small).insert({b.size, b.address, id});
+  pool_of(b.small).insert({b.stream, b.size, b.address, id});
 }
 
 void caching_allocator::erase_free(std::int32_t id) {
   const auto& b = m_blocks[static_cast<std::size_t>(id)];
-  pool_of(b.small).erase({b.size, b.address, id});
+  pool_of(b.small).erase({b.stream, b.size, b.address, id});
 }
 
-std::optional<std::int32_t> caching_allocator::find_free(bool small, std::int64_t size) {
+std::optional<std::int32_t> caching_allocator::find_free(bool small, std::int64_t size, std::int64_t stream) {
   pool& p = pool_of(small);
-  auto it = p.lower_bound({size, 0, 0});
-  if (it == p.end()) return std::nullopt;
+  auto it = p.lower_bound({stream, size, 0, 0});
+  if (it == p.end() || it->stream != stream) return std::nullopt;
   if (m_options.max_split_size) {
     const std::int64_t ms = *m_options.max_split_size;
     if (size < ms && it->size >= ms) return std::nullopt;                    // do not split oversize blocks
@@ -116,7 +116,8 @@ std::optional<std::int32_t> caching_allocator::find_free(bool small, std::int64_
   return id;
 }
 
-std::optional<std::int32_t> caching_allocator::map_segment(bool small, std::int64_t size) {
+std::optional<std::int32_t> caching_allocator::map_segment(bool small, std::int64_t size,
+                                                           std::int64_t stream) {
   const std::int64_t bytes = allocation_size(size);
   auto addr = m_dev.map(bytes);
   if (!addr) return std::nullopt;
@@ -126,6 +127,7 @@ std::optional<std::int32_t> caching_allocator::map_segment(bool small, std::int6
   b.address = *addr;
   b.size = bytes;
   b.small = small;
+  b.stream = stream;
   return new_block(b);
 }
 
@@ -198,7 +200,7 @@ bool caching_allocator::trim_expandable(expandable& e) {
   return true;
 }
 
-bool caching_allocator::release_oversize(bool small, std::int64_t size) {
+bool caching_allocator::release_oversize(bool small, std::int64_t size, std::int64_t stream) {
   if (!m_options.max_split_size || m_options.expandable_segments) return false;
   const std::int64_t ms = *m_options.max_split_size;
   pool& p = pool_of(small);
@@ -206,7 +208,7 @@ bool caching_allocator::release_oversize(bool small, std::int64_t size) {
   std::vector<key> oversize;
   for (const auto& k : p) {
     const auto& b = m_blocks[static_cast<std::size_t>(k.id)];
-    if (k.size >= ms && b.prev < 0 && b.next < 0) oversize.push_back(k);
+    if (k.stream == stream && k.size >= ms && b.prev < 0 && b.next < 0) oversize.push_back(k);
   }
   if (oversize.empty()) return false;
   auto fit = std::find_if(oversize.begin(), oversize.end(), [&](const key& k) { return k.size >= size; });
@@ -263,6 +265,7 @@ std::int32_t caching_allocator::split(std::int32_t id, std::int64_t size) {
   rest.address = b.address + static_cast<std::uint64_t>(size);
   rest.size = remaining;
   rest.small = b.small;
+  rest.stream = b.stream;
   rest.prev = id;
   rest.next = b.next;
   const std::int32_t rid = new_block(rest);
@@ -276,15 +279,16 @@ std::int32_t caching_allocator::split(std::int32_t id, std::int64_t size) {
   return id;
 }
 
-std::optional<std::int64_t> caching_allocator::allocate(std::int64_t bytes) {
+std::optional<std::int64_t> caching_allocator::allocate_on(std::int64_t bytes, std::int64_t stream) {
   const std::int64_t size = round_size(bytes);
   const bool small = size <= small_size;
-  auto found = find_free(small, size);
+  if (m_options.expandable_segments) stream = 0;  // one range for every stream (see the header)
+  auto found = find_free(small, size, stream);
   auto fresh = [&]() -> std::optional<std::int32_t> {
-    return m_options.expandable_segments ? grow_expandable(small, size) : map_segment(small, size);
+    return m_options.expandable_segments ? grow_expandable(small, size) : map_segment(small, size, stream);
   };
   if (!found) found = fresh();
-  if (!found && release_oversize(small, size)) found = fresh();
+  if (!found && release_oversize(small, size, stream)) found = fresh();
   if (!found) {
     ++m_stats.retries;
     release_cached();

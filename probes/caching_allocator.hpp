@@ -5,7 +5,9 @@
 // inside a segment; on a refused device allocation, free cached oversize blocks (max_split_size only), then
 // every unsplit cached segment, and retry before out-of-memory. Options: max_split_size,
 // expandable_segments (one virtual range per pool reserved from the device, pages mapped and unmapped at
-// real addresses inside it). One stream.
+// real addresses inside it). Streams: a block freed on one stream is reused only on that stream (pools are
+// ordered by stream, then size, then address, as PyTorch's); expandable segments are one range for all
+// streams here.
 #pragma once
 
 #include <optional>
@@ -34,7 +36,9 @@ class caching_allocator final : public allocator {
   caching_allocator(device& dev, caching_options options);
   ~caching_allocator() override;
 
-  std::optional<std::int64_t> allocate(std::int64_t bytes) override;
+  std::optional<std::int64_t> allocate(std::int64_t bytes) override { return allocate_on(bytes, 0); }
+  // Returns a block for `bytes` on `stream` (reused only from blocks freed on that stream), or nullopt.
+  std::optional<std::int64_t> allocate_on(std::int64_t bytes, std::int64_t stream) override;
   void release(std::int64_t handle) override;
   std::uint64_t address_of(std::int64_t handle) const override;
   const allocator_stats& stats() const override { return m_stats; }
@@ -68,16 +72,21 @@ class caching_allocator final : public allocator {
     std::uint64_t address = 0;
     std::int64_t size = 0;
     std::int64_t requested = 0;
+    std::int64_t stream = 0;
     std::int32_t prev = -1, next = -1;
     bool allocated = false;
     bool small = false;
     bool live = false;  // the slot is in use
   };
   struct key {
+    std::int64_t stream;
     std::int64_t size;
     std::uint64_t address;
     std::int32_t id;
-    bool operator<(const key& o) const { return size != o.size ? size < o.size : address < o.address; }
+    bool operator<(const key& o) const {
+      if (stream != o.stream) return stream < o.stream;
+      return size != o.size ? size < o.size : address < o.address;
+    }
   };
   using pool = std::set<key>;
   struct expandable {
@@ -93,10 +102,10 @@ class caching_allocator final : public allocator {
   pool& pool_of(bool small) { return small ? m_small : m_large; }
   void insert_free(std::int32_t id);
   void erase_free(std::int32_t id);
-  std::optional<std::int32_t> find_free(bool small, std::int64_t size);
-  std::optional<std::int32_t> map_segment(bool small, std::int64_t size);
+  std::optional<std::int32_t> find_free(bool small, std::int64_t size, std::int64_t stream);
+  std::optional<std::int32_t> map_segment(bool small, std::int64_t size, std::int64_t stream);
   std::optional<std::int32_t> grow_expandable(bool small, std::int64_t size);
-  bool release_oversize(bool small, std::int64_t size);
+  bool release_oversize(bool small, std::int64_t size, std::int64_t stream);
   bool release_cached();
   void release_segment(std::int32_t id);
   bool trim_expandable(expandable& e);

@@ -19,6 +19,13 @@ replay_result replay(const step_trace& t, allocator& a, const replay_options& o)
   };
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
+    if (e.kind == event_kind::empty_cache) {
+      a.empty_cache();
+      const auto& s = a.stats();
+      if (o.record_timeline) r.timeline.push_back({s.requested, s.allocated, s.reserved});
+      r.events_replayed = i + 1;
+      continue;
+    }
     if (e.tensor < 0 || static_cast<std::size_t>(e.tensor) >= t.tensors.size())
       throw bad_input("trace", "event " + std::to_string(i) + " names tensor " + std::to_string(e.tensor) +
                                    ", which does not exist");
@@ -27,7 +34,7 @@ replay_result replay(const step_trace& t, allocator& a, const replay_options& o)
       if (h >= 0)
         throw bad_input("trace", "event " + std::to_string(i) + " allocates tensor '" +
                                      t.tensors[static_cast<std::size_t>(e.tensor)].name + "' twice");
-      auto got = a.allocate(bytes_of(e.tensor));
+      auto got = a.allocate_on(bytes_of(e.tensor), e.stream);
       if (!got) {
         r.oom_event = i;
         break;

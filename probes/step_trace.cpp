@@ -33,7 +33,7 @@ const char* to_string(phase p) {
 }
 
 const char* to_string(event_kind k) {
-  return k == event_kind::alloc ? "alloc" : "free";
+  return k == event_kind::alloc ? "alloc" : k == event_kind::free ? "free" : "empty_cache";
 }
 
 namespace {
@@ -216,6 +216,7 @@ live_peak trace_peak(const step_trace& t) {
   std::int64_t live = 0;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const auto& e = t.events[i];
+    if (e.kind == event_kind::empty_cache) continue;
     const auto bytes = t.tensors[static_cast<std::size_t>(e.tensor)].bytes;
     live += e.kind == event_kind::alloc ? bytes : -bytes;
     if (live > peak.bytes) peak = {live, i};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@
 namespace headroom::probes {
 
 enum class phase : std::uint8_t { state, forward, output, backward, optimizer };
-enum class event_kind : std::uint8_t { alloc, free };
+// empty_cache: torch.cuda.empty_cache() (or the real allocator freeing segments outside an allocation's
+// retry, in an imported snapshot); its tensor is -1.
+enum class event_kind : std::uint8_t { alloc, free, empty_cache };
 
 struct trace_tensor {
   std::string name;  // "mb0.layer95.attn.softmax.output"
@@ -27,6 +30,7 @@ struct trace_event {
   event_kind kind = event_kind::alloc;
   phase when = phase::state;
   std::int32_t tensor = 0;  // index into step_trace::tensors
+  std::int32_t stream = 0;  // CUDA stream the event ran on (blocks are reused only on their stream)
 };
 
 struct step_trace {
@@ -38,6 +42,7 @@ struct step_trace {
   std::int64_t microbatches_traced = 1;  // enough for 1F1B to reach its steady state
   std::vector<trace_tensor> tensors;
   std::vector<trace_event> events;
+  std::optional<std::int64_t> capacity;  // bytes of the device the trace was recorded on, when known
 };
 
 // Builds the trace of `stage` of layout `l` (1F1B; vpp must be 1). Throws bad_input for what estimate()

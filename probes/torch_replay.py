@@ -48,9 +48,12 @@ def check_trace(trace, path):
         fail_input(f"{path}: tensors and events must be arrays")
     live, now, peak = set(), 0, 0
     for i, e in enumerate(events):
-        if not (isinstance(e, list) and len(e) == 3 and e[0] in ("alloc", "free") and isinstance(e[1], int)):
-            fail_input(f"{path}: event {i} is not [alloc|free, tensor, phase]")
+        if not (isinstance(e, list) and len(e) in (3, 4) and e[0] in ("alloc", "free", "empty_cache")
+                and isinstance(e[1], int) and (len(e) == 3 or isinstance(e[3], int))):
+            fail_input(f"{path}: event {i} is not [alloc|free|empty_cache, tensor, phase(, stream)]")
         kind, t = e[0], e[1]
+        if kind == "empty_cache":
+            continue
         if not 0 <= t < len(tensors):
             fail_input(f"{path}: event {i} names tensor {t}, which does not exist")
         size = tensors[t]["bytes"]
@@ -77,11 +80,17 @@ def child(trace_path):
     torch.cuda.init()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    live, oom = {}, None
-    for i, (kind, t, _phase) in enumerate(events):
-        if kind == "alloc":
+    live, oom, streams = {}, None, {0: torch.cuda.current_stream()}
+    for i, e in enumerate(events):
+        kind, t, stream = e[0], e[1], (e[3] if len(e) == 4 else 0)
+        if kind == "empty_cache":
+            torch.cuda.empty_cache()
+        elif kind == "alloc":
+            if stream not in streams:
+                streams[stream] = torch.cuda.Stream()
             try:
-                live[t] = torch.empty(tensors[t]["bytes"], dtype=torch.uint8, device="cuda")
+                with torch.cuda.stream(streams[stream]):
+                    live[t] = torch.empty(tensors[t]["bytes"], dtype=torch.uint8, device="cuda")
             except torch.cuda.OutOfMemoryError:
                 oom = i
                 break

@@ -20,17 +20,24 @@ nlohmann::json trace_to_json(const step_trace& t) {
     tensors.push_back(
         {{"name", x.name}, {"shape", x.shape}, {"dtype_bytes", x.dtype_bytes}, {"bytes", x.bytes}});
   nlohmann::json events = nlohmann::json::array();
-  for (const auto& e : t.events) events.push_back({to_string(e.kind), e.tensor, to_string(e.when)});
-  return {{"schema", "headroom.trace/1"},
-          {"model", t.model},
-          {"layout", t.layout_text},
-          {"stage", t.stage},
-          {"stages", t.stages},
-          {"microbatches_per_step", t.microbatches_per_step},
-          {"microbatches_traced", t.microbatches_traced},
-          {"events_format", "[alloc|free, tensor index, phase]"},
-          {"tensors", tensors},
-          {"events", events}};
+  for (const auto& e : t.events) {
+    nlohmann::json x = {to_string(e.kind), e.tensor, to_string(e.when)};
+    if (e.stream != 0) x.push_back(e.stream);
+    events.push_back(std::move(x));
+  }
+  nlohmann::json j = {{"schema", "headroom.trace/1.1"},
+                      {"model", t.model},
+                      {"layout", t.layout_text},
+                      {"stage", t.stage},
+                      {"stages", t.stages},
+                      {"microbatches_per_step", t.microbatches_per_step},
+                      {"microbatches_traced", t.microbatches_traced},
+                      {"events_format",
+                       "[alloc|free|empty_cache, tensor index (-1 for empty_cache), phase, stream if not 0]"},
+                      {"tensors", tensors},
+                      {"events", events}};
+  if (t.capacity) j["capacity"] = *t.capacity;
+  return j;
 }
 
 step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
@@ -49,6 +56,7 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
   t.stages = static_cast<int>(opt_int_field(j, "stages", origin, 1, 1 << 20).value_or(1));
   t.microbatches_per_step = opt_int_field(j, "microbatches_per_step", origin, 1, INT64_MAX).value_or(1);
   t.microbatches_traced = opt_int_field(j, "microbatches_traced", origin, 1, INT64_MAX).value_or(1);
+  t.capacity = opt_int_field(j, "capacity", origin, 1, INT64_MAX / 4);
   auto tensors = j.find("tensors");
   auto events = j.find("events");
   if (tensors == j.end() || !tensors->is_array())
@@ -74,21 +82,34 @@ step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
   for (std::size_t i = 0; i < events->size(); ++i) {
     const std::string w = origin + ".events[" + std::to_string(i) + "]";
     const auto& e = (*events)[i];
-    if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_string())
-      throw bad_input(w, "expected [\"alloc\"|\"free\", tensor index, phase]");
+    if (!e.is_array() || e.size() < 3 || e.size() > 4 || !e[0].is_string() || !e[1].is_number_integer() ||
+        !e[2].is_string() || (e.size() == 4 && !e[3].is_number_integer()))
+      throw bad_input(w, "expected [\"alloc\"|\"free\"|\"empty_cache\", tensor index, phase(, stream)]");
     trace_event ev;
     const auto kind = e[0].get<std::string>();
     if (kind == "alloc")
       ev.kind = event_kind::alloc;
     else if (kind == "free")
       ev.kind = event_kind::free;
+    else if (kind == "empty_cache")
+      ev.kind = event_kind::empty_cache;
     else
       throw bad_input(w, "unknown event '" + kind + "'");
+    if (e.size() == 4) {
+      const auto stream = e[3].get<std::int64_t>();
+      if (stream < 0 || stream > INT32_MAX) throw bad_input(w, "stream out of range");
+      ev.stream = static_cast<std::int32_t>(stream);
+    }
+    ev.when = phase_from(e[2].get<std::string>(), w);
+    if (ev.kind == event_kind::empty_cache) {
+      ev.tensor = -1;
+      t.events.push_back(ev);
+      continue;
+    }
     const auto id = e[1].get<std::int64_t>();
     if (id < 0 || static_cast<std::size_t>(id) >= t.tensors.size())
       throw bad_input(w, "names tensor " + std::to_string(id) + ", which does not exist");
     ev.tensor = static_cast<std::int32_t>(id);
-    ev.when = phase_from(e[2].get<std::string>(), w);
     char& l = live[static_cast<std::size_t>(id)];
     if (ev.kind == event_kind::alloc && l)
       throw bad_input(w, "allocates tensor '" + t.tensors[static_cast<std::size_t>(id)].name + "' twice");

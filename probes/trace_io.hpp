@@ -1,5 +1,6 @@
-// trace_io.hpp: the step trace as JSON ("headroom.trace/1"), so anyone can replay it elsewhere
-// (probes/torch_replay.py replays it through PyTorch's own allocator).
+// trace_io.hpp: the step trace as JSON ("headroom.trace/1.1": 1.0 plus empty_cache events, per-event streams
+// and the recorded capacity; readers of 1.x keep working on traces that use none of them), so anyone can
+// replay it elsewhere (probes/torch_replay.py replays it through PyTorch's own allocator).
 #pragma once
 
 #include <nlohmann/json.hpp>

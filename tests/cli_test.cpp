@@ -244,7 +244,7 @@ TEST(CliProbe, TraceFileReplaysToTheSamePeak) {
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("peak live bytes 171.11 GiB"), std::string::npos) << t.out;
   auto j = nlohmann::json::parse(slurp(trace));
-  EXPECT_EQ(j["schema"], "headroom.trace/1");
+  EXPECT_EQ(j["schema"], "headroom.trace/1.1");
   auto r = run("probe " + z3 + "--trace " + trace);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("171.11       171.11"), std::string::npos) << r.out;
@@ -468,6 +468,72 @@ TEST(Cli, ValidateBadPackIsOneLine) {
     EXPECT_EQ(lines(r.err), 1) << c.name << "\n" << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.name << "\n" << r.err;
   }
+}
+
+}  // namespace
+
+namespace {
+
+const std::string snap100 = data + "/snapshots/NiuHuangxiaozi__forward_memory_snapshot_100.pickle";
+
+// headroom snapshot: what a real cold snapshot measured, its record and its trace.
+TEST(Cli, SnapshotSummaryRecordAndTrace) {
+  const std::string base = ::testing::TempDir() + "/headroom_snap_" + std::to_string(::getpid());
+  std::filesystem::remove(base + ".json");
+  std::filesystem::remove(base + ".trace.json");
+  auto r = run("snapshot " + snap100 + " --json " + base + ".json --trace " + base + ".trace.json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("cold: every block lands in a segment allocated inside the trace"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("peak reserved    442.00 MiB"), std::string::npos) << r.out;
+  const auto rec = nlohmann::json::parse(slurp(base + ".json"));
+  EXPECT_EQ(rec["schema"], "headroom.measurement/1.2");
+  EXPECT_EQ(rec["backend"], "pytorch-snapshot");
+  EXPECT_EQ(rec["measured"], true);
+  EXPECT_EQ(rec["devices"][0]["peak_reserved"]["bytes"], 463470592);
+  const auto tr = nlohmann::json::parse(slurp(base + ".trace.json"));
+  EXPECT_EQ(tr["schema"], "headroom.trace/1.1");
+  // The trace replays through `probe --trace` like any other.
+  auto p = run("probe --preset gpt3-125m --gpus 1 --trace " + base + ".trace.json");
+  EXPECT_NE(p.out.find("reserved"), std::string::npos) << p.out << p.err;
+  // With the run's model and layout, the planner's prediction joins the record.
+  std::filesystem::remove(base + ".json");
+  r = run("snapshot " + snap100 + " --preset gpt3-125m --gpus 1 --json " + base + ".json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(base + ".json")).contains("predicted_for_this_run"));
+}
+
+// probe --snapshot: the emulation against the real allocator, and the what-if table.
+TEST(Cli, ProbeSnapshotAgreesAndAsksWhatIf) {
+  auto r = run("probe --snapshot " + snap100 + " --what-if");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("reserved peak                  442.00 MiB         442.00 MiB"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("agrees: every segment and every block address"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expandable_segments:True"), std::string::npos);
+  EXPECT_NE(r.out.find("least capacity that runs"), std::string::npos);
+  // Too small a card: the emulation runs out of memory, exit 3.
+  r = run("probe --snapshot " + snap100 + " --gpu-mem 0.25");
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("OUT OF MEMORY in the emulation"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BadSnapshotIsOneLine) {
+  const std::string evil = ::testing::TempDir() + "/headroom_evil_" + std::to_string(::getpid()) + ".pickle";
+  std::ofstream(evil, std::ios::binary) << std::string(
+      "\x80\x02"
+      "cos\nsystem\n(S'echo hi'\ntR.",
+      28);
+  for (const std::string& args :
+       {"snapshot " + evil, "probe --snapshot " + evil, "snapshot " + data + "/snapshots/README.md",
+        std::string("snapshot /nonexistent.pickle"),
+        "probe --snapshot " + snap100 + " --snapshot-device 4"}) {
+    auto r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+  }
+  auto r = run("snapshot " + evil);
+  EXPECT_NE(r.err.find("never loads code"), std::string::npos) << r.err;
 }
 
 }  // namespace

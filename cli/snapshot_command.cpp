@@ -1,0 +1,229 @@
+// snapshot_command.cpp: `headroom snapshot` and `headroom probe --snapshot` (see snapshot_command.hpp).
+// Parsing and printing only: reading, summarising and replaying snapshots live in probes/snapshot.cpp.
+#include "snapshot_command.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "exit_codes.hpp"
+#include "planner/errors.hpp"
+#include "planner/estimate.hpp"
+#include "planner/format.hpp"
+#include "probes/results_file.hpp"
+#include "probes/snapshot.hpp"
+#include "probes/trace_io.hpp"
+#include "report.hpp"
+
+namespace headroom::cli {
+
+using namespace headroom::probes;
+
+namespace {
+
+std::string mib(std::int64_t b) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  return buf;
+}
+
+bool given(const plan_options& o, const char* name) {
+  return o.app && o.app->count(name) > 0;
+}
+
+void write_out(const std::string& path, const std::string& text, bool force) {
+  if (path == "-")
+    std::cout << text;
+  else
+    write_new_file(path, text, force);
+}
+
+}  // namespace
+
+CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
+  auto* c = app.add_subcommand(
+      "snapshot", "Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): what it measured");
+  c->add_option("file", o.file, "The snapshot: a pickle, or the same content as JSON")->required();
+  c->add_option("--json", o.json_out, "Write the record (headroom.measurement/1.2) to FILE ('-' for stdout)");
+  c->add_option("--trace", o.trace_out, "Write the device's trace (headroom.trace/1.1) to FILE");
+  c->add_option("--device", o.device, "Device trace to convert with --trace")->capture_default_str();
+  c->add_flag("--force", o.force, "Replace output files that exist");
+  add_problem_options(c, o.problem);
+  // The model and layout are optional here: given, the planner's prediction joins the record.
+  c->get_option_group("model")->require_option(-1);
+  return c;
+}
+
+int run_snapshot(const snapshot_options& o) {
+  const torch_snapshot s = load_snapshot(o.file);
+  const snap_summary sum = summarise(s);
+  nlohmann::json record = snapshot_record(s, sum);
+  // The run's model and layout, when given: the planner's prediction beside what was measured.
+  const bool with_model =
+      given(o.problem, "--preset") || given(o.problem, "--model") || given(o.problem, "--hf-config");
+  if (with_model) {
+    const problem p = problem_from(o.problem);
+    const layout l = layout_from(o.problem);
+    const breakdown b = estimate(p, l);
+    nlohmann::json predicted = plan_json(p, b);
+    record["predicted_for_this_run"] = {
+        {"layout", predicted["layout"]},
+        {"model", predicted["model"]},
+        {"training", predicted["training"]},
+        {"worst_stage", predicted["stages"][static_cast<std::size_t>(b.worst)]},
+        {"note",
+         "predicted by the analytic model for the run's model and layout, beside the measured peaks"}};
+  }
+  std::ostringstream out;
+  out << "headroom snapshot: " << o.file
+      << "\nmeasured by PyTorch's caching allocator on the recording GPU\n";
+  if (s.settings.recorded)
+    out << "allocator settings: PYTORCH_CUDA_ALLOC_CONF='" << s.settings.conf << "', max_split_size "
+        << (s.settings.max_split_size ? mib(*s.settings.max_split_size) : std::string("none"))
+        << ", expandable_segments " << (s.settings.expandable_segments ? "on" : "off") << "\n";
+  else
+    out << "allocator settings: not recorded\n";
+  for (const auto& d : sum.devices) {
+    out << "\ndevice " << d.device << ": " << d.events << " events (";
+    bool first = true;
+    for (const auto& [k, n] : d.counts) {
+      out << (first ? "" : ", ") << k << " " << n;
+      first = false;
+    }
+    out << "), " << d.streams.size() << " stream" << (d.streams.size() == 1 ? "" : "s") << "\n";
+    out << "  " << (d.cold ? "cold" : "warm") << ": " << d.cold_why << "\n";
+    if (d.live_before)
+      out << "  alive before recording: " << d.live_before << " blocks, " << mib(d.live_before_bytes) << "\n";
+    out << "  peak requested   " << mib(d.peak_requested) << " at event " << d.peak_requested_event << "\n";
+    out << "  peak reserved    " << mib(d.peak_reserved) << " at event " << d.peak_reserved_event
+        << (d.reserved_from_events ? " (from segment events)"
+                                   : " (no segment events: the final segments' total)")
+        << "\n";
+    char frag[64];
+    std::snprintf(frag, sizeof frag, "%.1f%%", 100 * d.fragmentation_at_reserved_peak);
+    out << "  fragmentation at the reserved peak " << frag << " (1 - requested / reserved; requested "
+        << mib(d.requested_at_reserved_peak) << ")\n";
+    if (d.empty_cache_calls)
+      out << "  empty_cache: " << d.empty_cache_calls << " (segment frees outside a retry)\n";
+    out << "  largest live blocks at the requested peak:\n";
+    for (const auto& b : d.largest_at_peak)
+      out << "    " << mib(b.size) << "  " << (b.frame.empty() ? "(no frames recorded)" : b.frame) << "\n";
+    if (d.ooms.empty()) out << "  out-of-memory events: none\n";
+    for (const auto& oom : d.ooms)
+      out << "  OUT OF MEMORY at event " << oom.event << ": " << mib(oom.size) << " requested, "
+          << (oom.device_free >= 0 ? mib(oom.device_free) : std::string("?")) << " free on the device"
+          << (oom.frame.empty() ? "" : ", in " + oom.frame) << "\n";
+  }
+  out << "\nfinal segments: " << sum.final_segments << ", reserved " << mib(sum.final_reserved)
+      << ", allocated " << mib(sum.final_allocated) << ", requested " << mib(sum.final_requested) << "\n";
+  if (with_model) {
+    const auto& w = record["predicted_for_this_run"]["worst_stage"];
+    out << "predicted for this run (analytic model, worst rank): step peak "
+        << gib_str(w["step_peak_bytes"].get<std::int64_t>(), 2) << " GiB, seed total "
+        << gib_str(w["total_bytes"].get<std::int64_t>(), 2) << " GiB\n";
+  }
+  if (!o.trace_out.empty()) {
+    const snapshot_trace t = snapshot_to_trace(s, o.device);
+    write_out(o.trace_out, trace_to_json(t.trace).dump() + "\n", o.force);
+    out << "trace of device " << o.device << " written to " << o.trace_out << " (" << t.trace.events.size()
+        << " events"
+        << (t.approximate ? "; warm: the blocks alive before recording are allocated first, approximate" : "")
+        << ")\n";
+  }
+  if (!o.json_out.empty()) {
+    write_out(o.json_out, record.dump(2) + "\n", o.force);
+    if (o.json_out != "-") out << "record written to " << o.json_out << "\n";
+  }
+  if (o.json_out != "-") std::cout << out.str();
+  return exit_fits;
+}
+
+int run_snapshot_probe(const probe_options& o) {
+  if (o.allocator != "caching")
+    throw bad_input("allocator",
+                    "--snapshot replays through the caching allocator emulation (PyTorch's policy)");
+  const torch_snapshot s = load_snapshot(o.snapshot_file);
+  const snapshot_trace t = snapshot_to_trace(s, o.snapshot_device);
+  // Capacity: the snapshot's when recorded, else --gpu-mem, else unbounded (no out-of-memory emulated).
+  std::int64_t capacity = std::int64_t{1} << 50;
+  std::string capacity_from = "unknown (no out-of-memory emulated; give --gpu-mem)";
+  if (given(o.problem, "--gpu-mem")) {
+    if (!(o.problem.gpu_mem_gib > 0) || o.problem.gpu_mem_gib > 1e6)
+      throw bad_input("gpu-mem", "must be a positive number of GiB");
+    capacity = static_cast<std::int64_t>(o.problem.gpu_mem_gib * static_cast<double>(1 << 30));
+    capacity_from = gib_str(capacity, 2) + " GiB from --gpu-mem";
+  } else if (s.capacity) {
+    capacity = *s.capacity;
+    capacity_from = gib_str(capacity, 2) + " GiB recorded in the snapshot";
+  }
+  caching_options copt = recorded_options(s);
+  const bool asked = o.expandable_segments || o.max_split_size_mb.has_value();
+  if (asked) {
+    copt = {};
+    copt.expandable_segments = o.expandable_segments;
+    if (o.max_split_size_mb) {
+      if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
+        throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
+      copt.max_split_size = static_cast<std::int64_t>(*o.max_split_size_mb * (1 << 20));
+    }
+  }
+  const caching_options rec = recorded_options(s);
+  const bool same_settings =
+      copt.expandable_segments == rec.expandable_segments && copt.max_split_size == rec.max_split_size;
+  const snapshot_replay r = replay_snapshot(s, t, copt, capacity, same_settings);
+  std::ostringstream out;
+  out << "headroom probe --snapshot " << o.snapshot_file << ": device " << t.device << ", "
+      << (t.cold ? "cold trace" : "warm trace (the state before recording is reconstructed: approximate)")
+      << ", " << t.trace.events.size() << " events\n";
+  out << "real: measured by PyTorch on the recording GPU; emulated: headroom's " << r.settings << "\n";
+  out << "capacity: " << capacity_from << "\n\n";
+  char line[160];
+  if (same_settings) {
+    std::snprintf(line, sizeof line, "%-22s %18s %18s\n", "", "real", "emulated");
+    out << line;
+    std::snprintf(line, sizeof line, "%-22s %18s %18s\n", "reserved peak", mib(r.real_peak_reserved).c_str(),
+                  mib(r.peak_reserved).c_str());
+    out << line;
+    std::snprintf(line, sizeof line, "%-22s %18lld %18lld\n", "segments created",
+                  static_cast<long long>(r.real_segments_created),
+                  static_cast<long long>(r.segments_created));
+    out << line;
+    if (r.diverged_at)
+      out << "\ndiverges at snapshot event " << *r.diverged_at << ": " << r.divergence << "\n";
+    else if (!r.divergence.empty())
+      out << "\n" << r.divergence << "\n";
+    else
+      out << "\nagrees: every segment and every block address as the real allocator's"
+          << (t.cold ? "" : " (approximate: warm trace)") << "\n";
+  } else {
+    out << "settings differ from the recorded ones: the real trace is not compared\n";
+    std::snprintf(line, sizeof line, "%-22s %18s\n", "reserved peak", mib(r.peak_reserved).c_str());
+    out << line;
+    std::snprintf(line, sizeof line, "%-22s %18lld\n", "segments created",
+                  static_cast<long long>(r.segments_created));
+    out << line;
+  }
+  out << "emulated peak allocated " << mib(r.peak_allocated) << ", requested " << mib(r.peak_requested)
+      << ", retries " << r.retries << "\n";
+  if (r.oom_event)
+    out << "OUT OF MEMORY in the emulation at snapshot event " << *r.oom_event << " (" << mib(r.oom_bytes)
+        << " requested)\n";
+  if (o.what_if) {
+    out << "\nwhat if (the same sequence under other settings, emulated):\n";
+    std::snprintf(line, sizeof line, "%-28s %16s %10s %26s\n", "setting", "reserved peak", "maps",
+                  "least capacity that runs");
+    out << line;
+    for (const auto& row : what_if(s, t, capacity)) {
+      std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s\n", row.setting.c_str(),
+                    mib(row.replayed.peak_reserved).c_str(),
+                    static_cast<long long>(row.replayed.segments_created),
+                    row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity");
+      out << line;
+    }
+  }
+  std::cout << out.str();
+  if (r.oom_event) return exit_does_not_fit;
+  return exit_fits;
+}
+
+}  // namespace headroom::cli

@@ -1,0 +1,60 @@
+// pickle_reader.hpp: a reader for the subset of Python's pickle protocol (2-5) that PyTorch memory
+// snapshots use: dicts, lists, tuples, strings, bytes, integers of any width, floats, booleans, None, the
+// memo and frames. It builds a tree of plain values and never executes anything: an opcode that would
+// (a global, a reduce, a build, a persistent id...) or one it does not know is refused with one line. Every
+// read is bounds-checked, and sizes, nesting and the memo are limited, so a hostile file cannot crash it,
+// hang it or make it read past the end.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headroom::probes {
+
+// One value of a pickle. Children are indices into the document's node array, so values the memo shares
+// are stored once and a self-referencing list (legal in a pickle) cannot leak or loop.
+struct pnode {
+  enum class kind : std::uint8_t { none, boolean, integer, floating, string, bytes, list, tuple, dict };
+  kind k = kind::none;
+  bool wide = false;                // an integer beyond 64 bits: `f` holds its approximate value
+  std::int64_t i = 0;               // integer, boolean
+  double f = 0;                     // floating (and wide integers)
+  std::string s;                    // string, bytes
+  std::vector<std::uint32_t> kids;  // list / tuple items; dict: key, value, key, value...
+};
+
+struct pdoc {
+  std::vector<pnode> nodes;
+  std::uint32_t root = 0;
+
+  const pnode& at(std::uint32_t id) const { return nodes[id]; }
+  // Returns the value of dict `id` under string key `key`, or nullopt (also when `id` is not a dict).
+  std::optional<std::uint32_t> get(std::uint32_t id, std::string_view key) const;
+  // Returns the integer of `id` (integers and booleans; a wide integer is refused), or nullopt.
+  std::optional<std::int64_t> integer(std::uint32_t id) const;
+  // Returns the string of `id`, or nullopt when it is not a string.
+  std::optional<std::string_view> string(std::uint32_t id) const;
+};
+
+struct pickle_limits {
+  std::size_t max_nodes = 50'000'000;
+  std::size_t max_memo = 1u << 24;
+  std::size_t max_depth = 100'000;  // the stack of open marks
+  std::size_t max_string = 1u << 30;
+};
+
+// Returns the document a pickle holds. Throws bad_input("<origin>", "...") naming the opcode and offset for
+// anything outside the subset, a truncated or corrupted stream, or a limit passed.
+pdoc read_pickle(std::string_view bytes, const std::string& origin, const pickle_limits& limits = {});
+
+// Returns the document a JSON value holds (the same content as a snapshot's pickle, written as JSON).
+pdoc pdoc_from_json(const nlohmann::json& j);
+
+// Returns whether `bytes` starts like a pickle (PROTO 2-5).
+bool looks_like_pickle(std::string_view bytes);
+
+}  // namespace headroom::probes
