@@ -136,7 +136,7 @@ problem problem_from(const plan_options& o) {
   p.training.global_batch = o.global_batch;
   p.training.attention = o.attention == "flash" ? attention_kind::flash : attention_kind::eager;
   p.device.capacity = gib_flag(o.gpu_mem_gib, "gpu-mem");
-  p.device.reserve = gib_flag(o.reserve_gib, "reserve");
+  p.device.reserve.fixed = gib_flag(o.reserve_gib, "reserve");
   p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
   p.training.loss = o.loss == "unfused" ? loss_kind::unfused : loss_kind::fused;
   p.training.split = {o.pp_layout, o.first_stage_layers, o.last_stage_layers, o.embedding_as_layer,

@@ -145,8 +145,9 @@ environment environment_of(const probe_options& o, const probe_target* t) {
 }
 
 nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l) {
-  nlohmann::json inputs = inputs_json(p);
-  inputs["layout"] = axes_string(l) + ", " + zero_name(l) + ", recompute " + to_string(l.recompute);
+  nlohmann::json inputs = record_inputs(p, l);
+  inputs["tool_version"] = HEADROOM_VERSION;
+  inputs["git_revision"] = HEADROOM_GIT_REVISION;
   inputs["trace_file"] = o.trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.trace_file);
   return inputs;
 }
@@ -257,7 +258,7 @@ int run_overheads(const probe_options& o, const problem& p, const layout& l) {
         << " (" << r.context_other_mode->note << ")\n";
   out << "\nfixed overhead (context + cuBLAS + NCCL, measured layers): "
       << fixed(static_cast<double>(r.fixed_bytes()) / (1 << 20), 1) << " MiB of the planner's "
-      << gib_str(p.device.reserve, 1) << " GiB reserve\n";
+      << gib_str(p.device.reserve.fixed, 1) << " GiB reserve\n";
   if (!o.json_out.empty()) out << "overheads record written to " << o.json_out << "\n";
   std::cout << out.str();
   return exit_fits;
@@ -430,6 +431,15 @@ int run_probe(const probe_options& o) {
   if (!o.trace_file.empty()) {
     t = trace_from_json(read_json_file(o.trace_file), o.trace_file);
     trace_stage = t.stage;
+    // The record compares the replay with the planner's figures for the command line's case: a trace of
+    // another model or layout would make that comparison (and the implied reserve) meaningless.
+    const std::string want = trace_layout_text(l);
+    if (t.model != p.model.name)
+      throw bad_input("trace", "was built for model '" + t.model + "', the command line gives '" +
+                                   p.model.name + "' (a snapshot's trace replays with --snapshot)");
+    if (t.layout_text != want)
+      throw bad_input("trace",
+                      "was built for layout '" + t.layout_text + "', the command line gives '" + want + "'");
     if (t.stage >= l.pp) throw bad_input("trace", "its stage " + std::to_string(t.stage) + " is beyond pp");
   }
   auto target = open_target(o, copt, p);

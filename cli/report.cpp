@@ -6,6 +6,7 @@
 
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
+#include "planner/problem_json.hpp"
 #include "planner/recipe.hpp"
 #include "planner/units.hpp"
 #include "version.hpp"
@@ -136,39 +137,18 @@ void write_recipes(std::ostream& o) {
 }
 
 nlohmann::json inputs_json(const problem& p) {
-  return {{"tool", "headroom"},
-          {"tool_version", HEADROOM_VERSION},
-          {"git_revision", HEADROOM_GIT_REVISION},
-          {"predicted", true},
-          {"model", model_to_json(p.model)},
-          {"recipe", recipe_to_json(p.precision)},
-          {"training",
-           {{"seq", p.training.seq},
-            {"micro_batch", p.training.micro_batch},
-            {"global_batch", p.training.global_batch},
-            {"attention", to_string(p.training.attention)},
-            {"loss", to_string(p.training.loss)}}},
-          {"device",
-           {{"capacity_bytes", p.device.capacity},
-            {"reserve_bytes", p.device.reserve},
-            {"fixed_overheads_bytes", p.device.fixed_overheads},
-            {"gpus_per_node", p.device.gpus_per_node}}}};
+  nlohmann::json j = {{"tool", "headroom"},
+                      {"tool_version", HEADROOM_VERSION},
+                      {"git_revision", HEADROOM_GIT_REVISION},
+                      {"predicted", true}};
+  j.update(problem_to_json(p));
+  return j;
 }
 
 namespace {
 
 nlohmann::json layout_json(const layout& l) {
-  return {{"gpus", l.gpus},
-          {"tp", l.tp},
-          {"pp", l.pp},
-          {"cp", l.cp},
-          {"dp", l.dp()},
-          {"vpp", l.vpp},
-          {"zero", l.zero},
-          {"recompute", to_string(l.recompute)},
-          {"sequence_parallel", l.sp()},
-          {"offload_optimizer", l.offload_optimizer},
-          {"zero3_inflight_units", l.zero3_inflight_units}};
+  return layout_to_json(l);
 }
 
 nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {

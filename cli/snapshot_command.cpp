@@ -10,6 +10,7 @@
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
+#include "probes/measurement.hpp"
 #include "probes/results_file.hpp"
 #include "probes/snapshot.hpp"
 #include "probes/trace_io.hpp"
@@ -65,14 +66,21 @@ int run_snapshot(const snapshot_options& o) {
     const problem p = problem_from(o.problem);
     const layout l = layout_from(o.problem);
     const breakdown b = estimate(p, l);
-    nlohmann::json predicted = plan_json(p, b);
-    record["predicted_for_this_run"] = {
-        {"layout", predicted["layout"]},
-        {"model", predicted["model"]},
-        {"training", predicted["training"]},
-        {"worst_stage", predicted["stages"][static_cast<std::size_t>(b.worst)]},
-        {"note",
-         "predicted by the analytic model for the run's model and layout, beside the measured peaks"}};
+    const auto& w = b.worst_stage();
+    record["inputs"] = record_inputs(p, l);
+    record["stage"] = w.stage;
+    record["predicted"] = {{"persistent_bytes", w.persistent},
+                           {"transient_bytes", w.transient},
+                           {"activation_bytes", w.activations},
+                           {"working_set_bytes", w.working_set},
+                           {"output_phase_bytes", w.output_phase},
+                           {"step_peak_bytes", w.step_peak},
+                           {"reserve_bytes", w.reserve},
+                           {"total_bytes", w.total},
+                           {"capacity_bytes", w.capacity},
+                           {"note",
+                            "predicted by the analytic model for the run's model and layout (worst "
+                            "stage), beside the measured peaks"}};
   }
   std::ostringstream out;
   out << "headroom snapshot: " << o.file
@@ -117,7 +125,7 @@ int run_snapshot(const snapshot_options& o) {
   out << "\nfinal segments: " << sum.final_segments << ", reserved " << mib(sum.final_reserved)
       << ", allocated " << mib(sum.final_allocated) << ", requested " << mib(sum.final_requested) << "\n";
   if (with_model) {
-    const auto& w = record["predicted_for_this_run"]["worst_stage"];
+    const auto& w = record["predicted"];
     out << "predicted for this run (analytic model, worst rank): step peak "
         << gib_str(w["step_peak_bytes"].get<std::int64_t>(), 2) << " GiB, seed total "
         << gib_str(w["total_bytes"].get<std::int64_t>(), 2) << " GiB\n";

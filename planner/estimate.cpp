@@ -28,6 +28,10 @@ std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t c
   return units;
 }
 
+std::int64_t reserve_tokens(const problem& p, const layout& l) {
+  return p.training.seq / std::max(1, l.cp) * p.training.micro_batch;
+}
+
 std::int64_t microbatches_per_step(const problem& p, const layout& l) {
   return std::max<std::int64_t>(1, ceil_div(p.training.global_batch, p.training.micro_batch * l.dp()));
 }
@@ -131,7 +135,8 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   s.step_peak = s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase);
   s.fixed_overheads = p.device.fixed_overheads;
   s.peak_total = s.step_peak + s.fixed_overheads;
-  s.reserve = p.device.reserve;
+  s.reserve = p.device.reserve.bytes(s.transient + s.activations + std::max(s.working_set, s.output_phase),
+                                     reserve_tokens(p, l));
   s.capacity = p.device.capacity;
   s.total = s.state + s.activations + s.reserve;
   s.headroom = s.capacity - s.decisive_total();

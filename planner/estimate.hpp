@@ -81,6 +81,10 @@ std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const 
 // --zero3-inflight-units, at most the chunk's layers, at most the whole layers --zero3-live-params holds.
 std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t chunk_layers);
 
+// Returns the tokens of one micro-batch on a rank of `l` (seq / cp x micro-batch): the reserve's per-token
+// term.
+std::int64_t reserve_tokens(const problem& p, const layout& l);
+
 // Returns the micro-batches per step of `l`: ceil(global batch / (micro-batch x dp)).
 std::int64_t microbatches_per_step(const problem& p, const layout& l);
 

@@ -167,7 +167,7 @@ std::string explain_plan(const problem& p, const breakdown& b) {
 std::string explain_nothing_fits(const problem& p, const suggestion& s) {
   std::ostringstream o;
   const auto& b = s.bound;
-  const double cap = to_gib(p.device.capacity), res = to_gib(p.device.reserve);
+  const double cap = to_gib(p.device.capacity), res = to_gib(p.device.reserve.fixed);
   const auto pc = count_params(p.model);
   if (s.evaluated == 0) {
     o << "no layout is valid on " << s.gpus
@@ -198,7 +198,7 @@ std::string explain_nothing_fits(const problem& p, const suggestion& s) {
 std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   std::ostringstream o;
   const auto& b = r.bound;
-  const double cap = to_gib(p.device.capacity), res = to_gib(p.device.reserve);
+  const double cap = to_gib(p.device.capacity), res = to_gib(p.device.reserve.fixed);
   const double act = to_gib(r.full_recompute_activations);
   const double state = to_gib(b.state_total);
   const double room = cap - res - act;

@@ -51,8 +51,11 @@ void validate(const training_spec& t, const device_spec& d) {
   if (t.global_batch <= 0) throw bad_input("global-batch", "must be positive");
   if (t.global_batch > 1'000'000'000) throw bad_input("global-batch", "is absurd");
   if (d.capacity <= 0) throw bad_input("gpu-mem", "must be positive");
-  if (d.reserve < 0) throw bad_input("reserve", "must not be negative");
-  if (d.reserve >= d.capacity) throw bad_input("reserve", "must be smaller than gpu-mem");
+  if (d.reserve.fixed < 0) throw bad_input("reserve", "must not be negative");
+  if (d.reserve.fixed >= d.capacity) throw bad_input("reserve", "must be smaller than gpu-mem");
+  if (!(d.reserve.fragmentation >= 0) || d.reserve.fragmentation > 100 || !(d.reserve.per_token >= 0) ||
+      d.reserve.per_token > 1e12)
+    throw bad_input("calibration", "reserve terms must be finite and non-negative");
   if (d.fixed_overheads < 0) throw bad_input("fixed-overheads", "must not be negative");
   if (d.fixed_overheads >= d.capacity) throw bad_input("fixed-overheads", "must be smaller than gpu-mem");
   if (d.gpus_per_node <= 0) throw bad_input("gpus-per-node", "must be positive");

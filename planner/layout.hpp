@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "model_spec.hpp"
 #include "recipe.hpp"
+#include "reserve.hpp"
 #include "units.hpp"
 
 namespace headroom {
@@ -46,7 +47,8 @@ struct training_spec {
 
 struct device_spec {
   std::int64_t capacity = 192 * gib;  // bytes of one GPU
-  std::int64_t reserve = 10 * gib;    // bytes kept back for context, NCCL, fragmentation (the seed's guess)
+  reserve_model
+      reserve;  // kept back for context, NCCL, fragmentation (planner/reserve.hpp; the seed's 10 GiB)
   // Memory outside the allocator that the step peak must leave room for: CUDA context (512 MiB), cuBLAS
   // workspace (32 MiB), NCCL buffers (512 MiB): a documented default until `probe --overheads` measures it.
   std::int64_t fixed_overheads = 1056 * mib;

@@ -17,7 +17,7 @@ state_bound bound_for(const problem& p, int gpus, bool offload_optimizer) {
       b.shardable_per_param += buf.bytes;
   b.state_total = detail::checked_mul(b.shardable_per_param, count_params(p.model).total, "state");
   b.per_gpu = b.state_total / gpus;
-  b.usable = p.device.capacity - p.device.reserve;
+  b.usable = p.device.capacity - p.device.reserve.fixed;  // the other reserve terms are >= 0
   b.impossible = b.per_gpu > b.usable;
   return b;
 }
@@ -149,7 +149,8 @@ void layout_search::for_each_layout(int gpus, bool smallest_micro_batch_only, Vi
     if (smallest_micro_batch_only && v.mb != 0) continue;
     const problem& p = m_problems[static_cast<std::size_t>(v.mb)];
     const std::int64_t mb = p.training.micro_batch;
-    const std::int64_t cap = p.device.capacity, reserve = p.device.reserve, fixed = p.device.fixed_overheads;
+    const std::int64_t cap = p.device.capacity, fixed = p.device.fixed_overheads;
+    const reserve_model& reserve = p.device.reserve;
     for (auto [q, vpp] : pvs) {
       const std::int64_t tpc = static_cast<std::int64_t>(v.tp) * q * v.cp;
       if (tpc > gpus || gpus % tpc) continue;
@@ -184,10 +185,12 @@ void layout_search::for_each_layout(int gpus, bool smallest_micro_batch_only, Vi
       for (std::int64_t z : zeros) {
         if (!m_axes.zero && !sharded && z > 0) continue;
         l.zero = static_cast<int>(z);
-        std::int64_t state[2];
-        for (int k = 0; k < nstages; ++k)
-          state[k] = persistent_bytes(p, l, pieces[k].params_on_rank) +
-                     stage_transient(p, m_params, l, pieces[k].layers, pieces[k].params_on_rank);
+        std::int64_t state[2], transient[2];
+        for (int k = 0; k < nstages; ++k) {
+          transient[k] = stage_transient(p, m_params, l, pieces[k].layers, pieces[k].params_on_rank);
+          state[k] = persistent_bytes(p, l, pieces[k].params_on_rank) + transient[k];
+        }
+        const std::int64_t tokens = reserve.fixed_only() ? 0 : reserve_tokens(p, l);
         const std::int64_t ugrad = unsharded_layer_grad_bytes(p, m_params, l);
         for (std::int64_t r : modes) {
           l.recompute = static_cast<recompute_mode>(r);
@@ -201,8 +204,10 @@ void layout_search::for_each_layout(int gpus, bool smallest_micro_batch_only, Vi
               const bool last = k == nstages - 1;
               const std::int64_t act = saturating_mul(pieces[k].chunks, per_layer) + pieces[k].embedding;
               const std::int64_t held = state[k] + act;
-              const std::int64_t peak = held + std::max(ws, last ? v.peaks.output_phase : 0) + fixed;
-              t.decisive = std::max({t.decisive, held + reserve, peak});
+              const std::int64_t extra = std::max(ws, last ? v.peaks.output_phase : 0);
+              const std::int64_t peak = held + extra + fixed;
+              const std::int64_t res = reserve.bytes(transient[k] + act + extra, tokens);
+              t.decisive = std::max({t.decisive, held + res, peak});
             }
           }
           t.fits = t.decisive <= cap;

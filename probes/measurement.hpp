@@ -19,7 +19,7 @@
 
 namespace headroom::probes {
 
-inline constexpr const char* measurement_schema = "headroom.measurement/1.1";
+inline constexpr const char* measurement_schema = "headroom.measurement/1.3";
 
 struct event_ref {
   std::size_t index = 0;
@@ -87,6 +87,36 @@ struct environment {
   std::string tool_version, git_revision, command_line;
   std::optional<gpu_environment> gpu;
 };
+
+// Returns the inputs block of a record: the problem (model, recipe, training, device with its reserve) and
+// the layout as structured fields (`layout_spec`, read back by measurement_from_json) and as text (`layout`).
+nlohmann::json record_inputs(const problem& p, const layout& l);
+
+// A record read back: the case it measured (problem and layout, exactly) and its figures. Every kind of
+// record headroom writes: a probe (sim or cuda), an overheads probe, an imported PyTorch snapshot.
+struct measurement_record {
+  std::string origin, schema, kind;  // kind: "probe", "overheads", "snapshot"
+  std::string backend;               // "sim", "cuda", "pytorch-snapshot"
+  bool measured = false;             // on a GPU (cuda, snapshot), not emulated (sim)
+  std::string gpu, driver, cuda_runtime, nccl, allocator;
+  std::optional<problem> inputs;  // the case (absent for a snapshot without an attached model)
+  std::optional<layout> where;
+  int stage = 0;
+  // Predicted figures for the case's stage (probe records, snapshot records with a model attached).
+  std::int64_t persistent = 0, transient = 0, activations = 0, working_set = 0, output_phase = 0;
+  // Measured / emulated: the allocator's reserved peak; on a GPU the device-used at that peak and before the
+  // context; for an overheads record the fixed overheads.
+  std::int64_t peak_reserved = 0, peak_allocated = 0;
+  double fragmentation = 0;
+  std::optional<std::int64_t> device_used_at_peak, used_before_context, used_after_context;
+  std::optional<std::int64_t> fixed_overhead_bytes, context_bytes;
+  bool out_of_memory = false;
+  nlohmann::json raw;  // the document, for compare
+};
+
+// Returns the record in `j`. Throws bad_input naming the problem: an unknown schema or major version, a
+// missing field.
+measurement_record measurement_from_json(const nlohmann::json& j, const std::string& origin);
 
 nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
                                    const environment& env);

@@ -77,7 +77,7 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
 
   step_trace t;
   t.model = p.model.name;
-  t.layout_text = zero_name(l) + ", recompute " + to_string(l.recompute) + ", " + axes_string(l);
+  t.layout_text = trace_layout_text(l);
   t.stage = stage;
   t.stages = l.pp;
   // Micro-batches to trace: enough to reach the schedule's steady state (one forward after the warm-up).
@@ -209,6 +209,10 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   const auto scratch = tb.alloc("optimizer.grad_norm.partials", {2048}, 4, 8192, phase::optimizer);
   tb.free(scratch, phase::optimizer);
   return t;
+}
+
+std::string trace_layout_text(const layout& l) {
+  return zero_name(l) + ", recompute " + to_string(l.recompute) + ", " + axes_string(l);
 }
 
 live_peak trace_peak(const step_trace& t) {

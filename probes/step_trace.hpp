@@ -49,6 +49,9 @@ struct step_trace {
 // rejects, for an interleaved layout, or for a stage out of range.
 step_trace build_trace(const problem& p, const layout& l, int stage);
 
+// Returns the layout text a trace of `l` carries ("ZeRO-3, recompute selective, tp=1 pp=1 dp=32").
+std::string trace_layout_text(const layout& l);
+
 // Returns the largest sum of live tensor bytes over the trace and the index of the event that reached it.
 struct live_peak {
   std::int64_t bytes = 0;

@@ -218,7 +218,7 @@ TEST(CliProbe, SimReplayMatchesThePlannerAndWritesARecord) {
       << r.out;
   EXPECT_NE(r.out.find("CUDA context and NCCL are not modelled"), std::string::npos);
   auto j = nlohmann::json::parse(slurp(json));
-  EXPECT_EQ(j["schema"], "headroom.measurement/1.1");
+  EXPECT_EQ(j["schema"], "headroom.measurement/1.3");
   EXPECT_EQ(j["backend"], "sim");
   EXPECT_FALSE(j["measured"].get<bool>());
   EXPECT_EQ(j["replayed"]["peak_requested_bytes"], j["predicted"]["step_peak_bytes"]);
@@ -493,14 +493,17 @@ TEST(Cli, SnapshotSummaryRecordAndTrace) {
   EXPECT_EQ(rec["devices"][0]["peak_reserved"]["bytes"], 463470592);
   const auto tr = nlohmann::json::parse(slurp(base + ".trace.json"));
   EXPECT_EQ(tr["schema"], "headroom.trace/1.1");
-  // The trace replays through `probe --trace` like any other.
+  // Its trace names its source, not a planner case: `probe --trace` with a model refuses it.
   auto p = run("probe --preset gpt3-125m --gpus 1 --trace " + base + ".trace.json");
-  EXPECT_NE(p.out.find("reserved"), std::string::npos) << p.out << p.err;
+  EXPECT_EQ(p.status, 2) << p.out << p.err;
+  EXPECT_NE(p.err.find("--snapshot"), std::string::npos) << p.err;
   // With the run's model and layout, the planner's prediction joins the record.
   std::filesystem::remove(base + ".json");
   r = run("snapshot " + snap100 + " --preset gpt3-125m --gpus 1 --json " + base + ".json");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(nlohmann::json::parse(slurp(base + ".json")).contains("predicted_for_this_run"));
+  const auto with = nlohmann::json::parse(slurp(base + ".json"));
+  EXPECT_TRUE(with.contains("predicted"));
+  EXPECT_EQ(with["inputs"]["layout_spec"]["gpus"], 1);
 }
 
 // probe --snapshot: the emulation against the real allocator, and the what-if table.

@@ -116,7 +116,7 @@ TEST(Estimate, OffloadMovesMasterAndOptimizerToHost) {
 TEST(Estimate, ReserveAndCapacityComeFromTheDevice) {
   auto p = preset_problem("gpt3-175b");
   p.device.capacity = 139 * gib;
-  p.device.reserve = 3 * gib;
+  p.device.reserve.fixed = 3 * gib;
   auto w = estimate(p, make_layout(32, 3, recompute_mode::full)).worst_stage();
   EXPECT_EQ(w.total, w.state + w.activations + 3 * gib);
   // With a 3 GiB reserve the step peak (+ fixed overheads) is the larger total, and it decides.

@@ -56,7 +56,7 @@ TEST(Layout, TrainingAndDeviceLimits) {
   t.seq = -1;
   EXPECT_THROW(validate(t, d), bad_input);
   t = {};
-  d.reserve = d.capacity;
+  d.reserve.fixed = d.capacity;
   EXPECT_THROW(validate(t, d), bad_input);
 }
 

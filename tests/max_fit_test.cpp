@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Axes, MaxFitOnSim,
 TEST(MaxFit, NothingFitsIsAnAnswerAndABadLimitIsBadInput) {
   problem p = test::preset_problem("gpt3-13b");
   p.device.capacity = 8 * gib;  // 13B params of state cannot fit at any micro-batch
-  p.device.reserve = 1 * gib;
+  p.device.reserve.fixed = 1 * gib;
   const layout l = test::make_layout(1, 0, recompute_mode::full);
   test::fake_device dev(p.device.capacity, 2 * mib);
   max_fit_options o;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/errors.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/sim_device.hpp"
 #include "test_support.hpp"
@@ -27,7 +28,7 @@ TEST(Measurement, RecordsPeaksImpliedReserveAndWhatWasNotMeasured) {
   EXPECT_EQ(m.peak_reserved_at.index, r.reserved.event);
   EXPECT_FALSE(m.oom_at);
   const auto j = measurement_to_json(m, nlohmann::json::object(), {"1.2.3", "abc", "headroom probe ..."});
-  EXPECT_EQ(j["schema"], "headroom.measurement/1.1");
+  EXPECT_EQ(j["schema"], "headroom.measurement/1.3");
   EXPECT_TRUE(j["environment"]["gpu"].is_null());  // the sim backend has no GPU stack
   EXPECT_TRUE(j["environment"]["nccl"].is_null());
   EXPECT_TRUE(j["device_memory"].is_null());
@@ -65,6 +66,43 @@ TEST(Measurement, AGpuRecordStatesDeviceUsedBesideReservedAndItsStack) {
   EXPECT_EQ(j["verification"]["mismatched_words"].get<std::int64_t>(), 2);
   EXPECT_EQ(j["verification"]["first_mismatch_tensor"], t.tensors[1].name);
   EXPECT_NEAR(j["throughput"]["ratio"].get<double>(), 3500.0 / 4300.0, 1e-12);
+}
+
+// A record reads back into exactly the problem and layout it was made for: re-estimating gives its figures.
+TEST(Measurement, RecordReadsBackIntoTheSameCase) {
+  problem p = test::preset_problem("gpt3-1.3b");
+  p.training.seq = 4096;
+  p.training.split.first_stage = 10;
+  p.device.reserve.fragmentation = 0.25;
+  layout l;
+  l.gpus = 8;
+  l.pp = 2;
+  l.zero = 1;
+  l.recompute = recompute_mode::full;
+  const breakdown b = estimate(p, l);
+  const step_trace t = build_trace(p, l, 0);
+  sim_device dev(p.device.capacity, 2 * mib);
+  caching_allocator a(dev, {});
+  const measurement m = measure(t, b.stages[0], replay(t, a, false), "sim", dev.describe(), a.describe());
+  const auto j = measurement_to_json(m, record_inputs(p, l), {"1", "abc", "headroom probe ..."});
+  const measurement_record r = measurement_from_json(nlohmann::json::parse(j.dump()), "record.json");
+  EXPECT_EQ(r.kind, "probe");
+  EXPECT_FALSE(r.measured);
+  ASSERT_TRUE(r.inputs && r.where);
+  EXPECT_EQ(r.where->pp, 2);
+  EXPECT_EQ(r.where->recompute, recompute_mode::full);
+  EXPECT_EQ(r.inputs->training.split.first_stage, 10);
+  EXPECT_DOUBLE_EQ(r.inputs->device.reserve.fragmentation, 0.25);
+  const breakdown again = estimate(*r.inputs, *r.where);
+  EXPECT_EQ(again.stages[0].total, b.stages[0].total);
+  EXPECT_EQ(r.persistent, b.stages[0].persistent);
+  EXPECT_EQ(r.peak_reserved, m.replayed.reserved.bytes);
+  // Unknown majors and foreign documents are refused by name.
+  auto bad = j;
+  bad["schema"] = "headroom.measurement/2.0";
+  EXPECT_THROW(measurement_from_json(bad, "x"), bad_input);
+  EXPECT_THROW(measurement_from_json(nlohmann::json{{"schema", "other/1"}}, "x"), bad_input);
+  EXPECT_THROW(measurement_from_json(nlohmann::json::array(), "x"), bad_input);
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ TEST(Suggest, FastPathAgreesWithEstimateOnEveryLayout) {
   for (const auto& st : setups) {
     auto p = preset_problem("gpt3-6.7b");  // 32 layers, 32 heads
     p.device.capacity = 40 * gib;
-    p.device.reserve = 2 * gib;
+    p.device.reserve.fixed = 2 * gib;
     p.training.global_batch = 64;
     search_axes axes;
     st.adjust(p, axes);

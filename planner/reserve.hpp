@@ -1,0 +1,38 @@
+// reserve.hpp: the reserve, the one home of the term the seed calls "a fudge factor: calibrate it against
+// one real run". Three named, physical terms:
+//   fixed          bytes outside the model's tensors whatever the layout: CUDA context, library workspaces,
+//                  NCCL buffers, the allocator's standing slack;
+//   fragmentation  bytes per byte that churns during the step (transient + activations + the larger of the
+//                  backward working set and the output phase): what the caching allocator holds beyond what
+//                  is live, and the transient peaks the seed's total leaves to the reserve;
+//   per_token      bytes per token of one micro-batch on a rank: output-phase copies the ledger does not
+//   hold.
+// The uncalibrated default is the seed's 10 GiB, fixed, with the other terms 0, so every seed figure holds;
+// `headroom calibrate` fits the three from measurements and `--calibration FILE` brings them back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "units.hpp"
+
+namespace headroom {
+
+struct reserve_model {
+  std::int64_t fixed = 10 * gib;  // bytes
+  double fragmentation = 0;       // bytes per churning byte
+  double per_token = 0;           // bytes per token (seq / cp x micro-batch)
+  std::string source = "the seed's 10 GiB guess (uncalibrated)";
+
+  // Returns whether only the fixed term is in use (the reserve is the same for every layout).
+  bool fixed_only() const { return fragmentation == 0 && per_token == 0; }
+  // Returns the reserve of a stage whose churning bytes are `churn` and whose micro-batch holds `tokens`
+  // tokens on this rank, in bytes (rounded down).
+  std::int64_t bytes(std::int64_t churn, std::int64_t tokens) const {
+    if (fixed_only()) return fixed;
+    return fixed + static_cast<std::int64_t>(fragmentation * static_cast<double>(churn) +
+                                             per_token * static_cast<double>(tokens));
+  }
+};
+
+}  // namespace headroom
