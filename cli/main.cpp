@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "calibrate_command.hpp"
 #include "exit_codes.hpp"
 #include "plan_command.hpp"
 #include "planner/errors.hpp"
@@ -10,8 +11,8 @@
 #include "probe_command.hpp"
 #include "probes/device.hpp"
 #include "probes/gpu_backend.hpp"
-#include "report.hpp"
 #include "snapshot_command.hpp"
+#include "tables.hpp"
 #include "validate_command.hpp"
 #include "version.hpp"
 
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
   auto* probe_cmd = add_probe_command(app, probe);
   snapshot_options snapshot;
   auto* snapshot_cmd = add_snapshot_command(app, snapshot);
+  calibrate_options cal;
+  auto* calibrate_cmd = add_calibrate_command(app, cal);
+  auto* compare_cmd = add_compare_command(app, cal);
+  auto* report_cmd = add_report_command(app, cal);
   validate_options validate;
   auto* validate_cmd = add_validate_command(app, validate);
   for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -60,6 +65,9 @@ int main(int argc, char** argv) {
     }
     if (plan_cmd->parsed()) return run_plan(plan);
     if (validate_cmd->parsed()) return run_validate(validate);
+    if (calibrate_cmd->parsed()) return run_calibrate(cal);
+    if (compare_cmd->parsed()) return run_compare(cal);
+    if (report_cmd->parsed()) return run_report(cal);
     if (snapshot_cmd->parsed()) return run_snapshot(snapshot);
     if (trace_cmd->parsed()) return run_trace(trace);
     if (probe_cmd->parsed()) return run_probe(probe);

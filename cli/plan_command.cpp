@@ -4,12 +4,13 @@
 #include <cmath>
 #include <iostream>
 
+#include "calibrate/calibration.hpp"
 #include "exit_codes.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/explain.hpp"
 #include "planner/model_files.hpp"
-#include "report.hpp"
+#include "tables.hpp"
 
 namespace headroom::cli {
 
@@ -75,6 +76,12 @@ void add_problem_options(CLI::App* c, plan_options& o) {
       ->capture_default_str();
   c->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (tp stays inside one)")
       ->capture_default_str();
+  c->add_option("--calibration", o.calibration,
+                "Reserve fitted by `headroom calibrate` (replaces --reserve and --fixed-overheads)");
+  c->add_flag("--strict-calibration", o.strict_calibration,
+              "A calibration made for another GPU, driver or allocator is an error, not a warning");
+  c->add_option("--gpu", o.target_gpu, "The GPU planned for, checked against the calibration");
+  c->add_option("--driver", o.target_driver, "The driver planned for, checked against the calibration");
 }
 
 CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
@@ -145,6 +152,19 @@ problem problem_from(const plan_options& o) {
     throw bad_input("first-stage-layers", "stage layer counts must be positive");
   if (o.pp_layout.size() > 100'000) throw bad_input("pp-layout", "is absurd (over 100000 stages)");
   p.device.gpus_per_node = o.gpus_per_node;
+  if (!o.calibration.empty()) {
+    if (given(o, "--reserve") || given(o, "--fixed-overheads"))
+      throw bad_input("calibration", "replaces --reserve and --fixed-overheads: give one or the other");
+    const auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
+    for (const auto& m : calibrate::mismatches(cal, {o.target_gpu, o.target_driver, ""})) {
+      if (o.strict_calibration) throw bad_input("calibration", m + " (--strict-calibration)");
+      std::cerr << "headroom: warning: calibration " << o.calibration << ": " << m << "\n";
+    }
+    p.device.reserve = calibrate::reserve_of(cal, o.calibration);
+    if (cal.fixed_overheads) p.device.fixed_overheads = *cal.fixed_overheads;
+  } else if (o.strict_calibration) {
+    throw bad_input("strict-calibration", "applies to --calibration");
+  }
   validate(p.training, p.device);
   if (!(o.costs.tflops > 0) || !(o.costs.mfu > 0) || o.costs.mfu > 1 || !(o.costs.intra_node_gbs > 0) ||
       !(o.costs.inter_node_gbs > 0))

@@ -24,6 +24,9 @@ struct plan_options {
   std::int64_t zero3_live_params = 0;
   double gpu_mem_gib = 192, reserve_gib = 10, fixed_overheads_gib = 1056.0 / 1024;
   int gpus_per_node = 8;
+  std::string calibration;  // --calibration FILE
+  bool strict_calibration = false;
+  std::string target_gpu, target_driver;
   std::vector<std::int64_t> pp_layout;
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;

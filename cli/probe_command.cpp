@@ -26,8 +26,8 @@
 #include "probes/sim_device.hpp"
 #include "probes/timeline_svg.hpp"
 #include "probes/trace_io.hpp"
-#include "report.hpp"
 #include "snapshot_command.hpp"
+#include "tables.hpp"
 #include "version.hpp"
 
 namespace headroom::cli {

@@ -14,7 +14,7 @@
 #include "probes/results_file.hpp"
 #include "probes/snapshot.hpp"
 #include "probes/trace_io.hpp"
-#include "report.hpp"
+#include "tables.hpp"
 
 namespace headroom::cli {
 

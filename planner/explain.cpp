@@ -2,6 +2,7 @@
 #include "explain.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "format.hpp"
@@ -138,6 +139,27 @@ std::string explain_plan(const problem& p, const breakdown& b) {
       << " GiB\n";
   }
   o << "\n(c) Total\n";
+  {
+    // The reserve, term by term (planner/reserve.hpp).
+    const auto& r = p.device.reserve;
+    const std::int64_t churn = w.transient + w.activations + std::max(w.working_set, w.output_phase);
+    const std::int64_t tokens = reserve_tokens(p, b.where);
+    o << "  reserve (" << r.source << "):\n";
+    o << "    fixed                          " << gib_str(r.fixed, 2) << " GiB\n";
+    if (!r.fixed_only()) {
+      char buf[160];
+      std::snprintf(
+          buf, sizeof buf, "    fragmentation %.4f x churn %s GiB = %s GiB\n", r.fragmentation,
+          gib_str(churn, 2).c_str(),
+          gib_str(static_cast<std::int64_t>(r.fragmentation * static_cast<double>(churn)), 2).c_str());
+      o << buf;
+      std::snprintf(buf, sizeof buf, "    per token %.1f B x %lld tokens = %s GiB\n", r.per_token,
+                    static_cast<long long>(tokens),
+                    gib_str(static_cast<std::int64_t>(r.per_token * static_cast<double>(tokens)), 2).c_str());
+      o << buf;
+      o << "    (churn = transient + activations + max(working set, output phase))\n";
+    }
+  }
   o << "  total = state " << gib_str(w.state) << " + activations " << gib_str(w.activations) << " + reserve "
     << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB (the seed's)\n";
   o << "  step peak = persistent " << gib_str(w.persistent) << " + transient " << gib_str(w.transient)

@@ -540,3 +540,90 @@ TEST(Cli, BadSnapshotIsOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string cal = data + "/calibration_h200_example.json";
+
+// The planner with a calibration: the fitted reserve replaces the seed's 10 GiB, in the table and in the
+// breakdown, term by term; another GPU warns, and --strict-calibration makes it an error.
+TEST(Cli, PlanWithCalibrationPinned) {
+  auto r = run(g + "--gpus 32 --zero 3 --recompute selective --calibration " + cal);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ZeRO-3 + selective recompute    tp=1 pp=1 dp=32            88.3     76.5     18.9    "
+                       "183.7  tight"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fixed 1.00 + 0.2000 x churn 89.62 + 1000.0 B x 2048 tokens"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  r = run(g + "--gpus 32 --zero 3 --recompute selective --calibration " + cal + " --gpu 'NVIDIA B200'");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.err.find("warning"), std::string::npos);
+  EXPECT_NE(r.err.find("NVIDIA B200"), std::string::npos);
+  r = run(g + "--gpus 32 --zero 3 --recompute selective --calibration " + cal +
+          " --gpu 'NVIDIA B200' --strict-calibration");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1);
+  r = run(g + "--gpus 32 --calibration " + cal + " --reserve 5");
+  EXPECT_EQ(r.status, 2);
+  r = run(g + "--gpus 32 --calibration " + data + "/golden/suggest_gpt3-175b_8.txt");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1);
+}
+
+// calibrate, compare and report through the CLI on sim records written by `probe --json`.
+TEST(Cli, CalibrateCompareReport) {
+  const std::string dir = ::testing::TempDir() + "/headroom_cal_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/base");
+  const char* cases[] = {"--preset gpt3-1.3b --gpus 8 --zero 1 --recompute none",
+                         "--preset gpt3-2.7b --gpus 8 --zero 2 --recompute full",
+                         "--preset gpt3-6.7b --gpus 16 --tp 2 --zero 1 --recompute selective",
+                         "--preset llama2-7b --gpus 8 --zero 3 --recompute full --seq 2048"};
+  int i = 0;
+  for (const char* c : cases) {
+    auto r = run(std::string("probe ") + c + " --gpu-mem 80 --json " + dir + "/base/r" + std::to_string(i++) +
+                 ".json");
+    ASSERT_EQ(r.status, 0) << c << r.err;
+  }
+  auto r = run("calibrate " + dir + "/base -o " + dir + "/cal.json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("residuals"), std::string::npos) << r.out;
+  const auto calj = nlohmann::json::parse(slurp(dir + "/cal.json"));
+  EXPECT_EQ(calj["schema"], "headroom.calibration/1");
+  EXPECT_EQ(calj["records"].size(), 4u);
+  EXPECT_EQ(run(g + "--gpus 32 --zero 3 --calibration " + dir + "/cal.json").status == 0 ||
+                run(g + "--gpus 32 --zero 3 --calibration " + dir + "/cal.json").status == 3,
+            true);
+  // A set compared with itself: nothing moved. With one planted regression: exit 6, named.
+  r = run("compare " + dir + "/base " + dir + "/base");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("nothing moved"), std::string::npos);
+  std::filesystem::create_directories(dir + "/new");
+  for (int k = 0; k < 4; ++k) {
+    auto j = nlohmann::json::parse(slurp(dir + "/base/r" + std::to_string(k) + ".json"));
+    if (k == 1)
+      j["replayed"]["peak_reserved_bytes"] =
+          j["replayed"]["peak_reserved_bytes"].get<std::int64_t>() + (1ll << 30);
+    std::ofstream(dir + "/new/r" + std::to_string(k) + ".json") << j.dump();
+  }
+  r = run("compare " + dir + "/base " + dir + "/new");
+  EXPECT_EQ(r.status, 6) << r.out;
+  EXPECT_NE(r.out.find("REGRESSION peak reserved"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 figure(s) beyond the tolerance"), std::string::npos) << r.out;
+  r = run("report " + dir + "/base -o " + dir + "/report.html --calibration " + dir + "/cal.json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string html = slurp(dir + "/report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  // Too few records, or a file that is not a record: one line, exit 2.
+  r = run("calibrate " + dir + "/base/r0.json -o " + dir + "/one.json");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  r = run("calibrate " + cal + " -o " + dir + "/bad.json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+}
+
+}  // namespace

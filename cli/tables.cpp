@@ -1,5 +1,5 @@
-// report.cpp: table, JSON and CSV writers for plans, suggestions and minimum-GPU searches.
-#include "report.hpp"
+// tables.cpp: table, JSON and CSV writers for plans, suggestions and minimum-GPU searches.
+#include "tables.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -252,7 +252,18 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   line("activations", w.activations,
        std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));
   line("state + activations", w.state + w.activations);
-  line("reserve", w.reserve);
+  if (p.device.reserve.fixed_only()) {
+    line("reserve", w.reserve, p.device.reserve.source);
+  } else {
+    const auto& r = p.device.reserve;
+    char terms[200];
+    std::snprintf(terms, sizeof terms, "fixed %.2f + %.4f x churn %.2f + %.1f B x %lld tokens",
+                  to_gib(r.fixed), r.fragmentation,
+                  to_gib(w.transient + w.activations + std::max(w.working_set, w.output_phase)), r.per_token,
+                  static_cast<long long>(reserve_tokens(p, l)));
+    line("reserve", w.reserve, terms);
+    o << "  " << pad("", 34) << "           " << r.source << "\n";
+  }
   line("total", w.total, "state + activations + reserve (the seed's)");
   o << "  the step peak, with what lies outside the allocator:\n";
   line("  backward working set, one layer", w.working_set);

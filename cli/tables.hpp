@@ -1,4 +1,4 @@
-// report.hpp: writers over the planner's results: the seed's table, per-stage breakdowns, JSON and CSV.
+// tables.hpp: writers over the planner's results: the seed's table, per-stage breakdowns, JSON and CSV.
 // Every byte count goes out as an integer in JSON and CSV; GiB only in the human table.
 #pragma once
 
