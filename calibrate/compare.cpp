@@ -7,13 +7,27 @@
 namespace headroom::calibrate {
 
 std::string case_key(const probes::measurement_record& r) {
-  std::string k = r.kind + " " + r.backend;
-  if (r.inputs) k += " " + r.inputs->model.name;
-  if (r.raw.contains("inputs") && r.raw["inputs"].contains("layout") && r.raw["inputs"]["layout"].is_string())
-    k += " [" + r.raw["inputs"]["layout"].get<std::string>() + "]";
-  if (r.kind == "probe") k += " stage " + std::to_string(r.stage) + " " + r.allocator;
-  if (r.kind == "overheads") k += " " + r.raw.value("module_loading", std::string());
-  if (r.kind == "snapshot") k += " " + r.raw.value("source", std::string());
+  // Appended piece by piece: `"x" + std::string` temporaries trip GCC 12's -Wrestrict (bug 105651).
+  std::string k = r.kind;
+  auto add = [&](const std::string& part) {
+    k.push_back(' ');
+    k.append(part);
+  };
+  add(r.backend);
+  if (r.inputs) add(r.inputs->model.name);
+  if (r.raw.contains("inputs") && r.raw["inputs"].contains("layout") &&
+      r.raw["inputs"]["layout"].is_string()) {
+    std::string layout = r.raw["inputs"]["layout"].get<std::string>();
+    layout.push_back(']');
+    add(layout.insert(0, 1, '['));
+  }
+  if (r.kind == "probe") {
+    add("stage");
+    add(std::to_string(r.stage));
+    add(r.allocator);
+  }
+  if (r.kind == "overheads") add(r.raw.value("module_loading", std::string()));
+  if (r.kind == "snapshot") add(r.raw.value("source", std::string()));
   return k;
 }
 
