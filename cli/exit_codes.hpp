@@ -11,6 +11,9 @@ inline constexpr int exit_does_not_fit =
 inline constexpr int exit_no_device = 4;  // a GPU backend was asked for and there is no usable device
 inline constexpr int exit_device_failed =
     5;  // the device failed: a CUDA call, a block that failed verification, memory not given back
-inline constexpr int exit_validation_failed = 6;  // validate: a prediction contradicts a published outcome
+inline constexpr int exit_validation_failed =
+    6;  // validate: a prediction contradicts a published outcome; compare: a figure regressed
+inline constexpr int exit_output_failed =
+    7;  // an output file could not be written (disk full, permissions, a directory or device in the way)
 
 }  // namespace headroom::cli

@@ -1,7 +1,10 @@
 // main.cpp: the `headroom` command. Parses arguments, dispatches to a subcommand, and is the one place
 // that turns errors into one line on stderr and an exit status (exit_codes.hpp).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "calibrate_command.hpp"
 #include "exit_codes.hpp"
@@ -11,14 +14,31 @@
 #include "probe_command.hpp"
 #include "probes/device.hpp"
 #include "probes/gpu_backend.hpp"
+#include "probes/results_file.hpp"
 #include "snapshot_command.hpp"
 #include "tables.hpp"
 #include "validate_command.hpp"
 #include "version.hpp"
 
+namespace {
+
+// Returns `s` as one line of at most 280 characters: control characters (a value with a newline) become
+// spaces, and a long value (a 1 MB argument) is cut, so every error is one readable line.
+std::string one_line(const std::string& s) {
+  std::string o;
+  for (char c : s) o.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
+  if (o.size() > 280) o = o.substr(0, 277) + "...";
+  return o;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace headroom;
   using namespace headroom::cli;
+  // A write past a file-size limit fails with EFBIG instead of killing the process, so the temporary file
+  // is removed and the error reported.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"headroom: will one training step fit in each GPU's memory, and with how much headroom"};
   app.require_subcommand(1);
   app.set_version_flag("--version", HEADROOM_VERSION " (" HEADROOM_GIT_REVISION ")");
@@ -51,7 +71,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "headroom: " << e.what() << " (run with --help for usage)\n";
+    std::cerr << one_line(std::string("headroom: ") + e.what() + " (run with --help for usage)") << "\n";
     return exit_bad_input;
   }
   try {
@@ -79,13 +99,24 @@ int main(int argc, char** argv) {
       return run_context_probe();
     }
   } catch (const bad_input& e) {
-    std::cerr << "headroom: bad input: " << e.what() << "\n";
+    std::cerr << one_line(std::string("headroom: bad input: ") + e.what()) << "\n";
     return exit_bad_input;
+  } catch (const nlohmann::json::exception& e) {
+    // A JSON value of the wrong type deep inside an input file: the input's problem.
+    std::cerr << one_line(std::string("headroom: bad input: unreadable JSON value (") + e.what() + ")")
+              << "\n";
+    return exit_bad_input;
+  } catch (const probes::output_error& e) {
+    std::cerr << one_line(std::string("headroom: cannot write output: ") + e.what()) << "\n";
+    return exit_output_failed;
   } catch (const probes::device_error& e) {
-    std::cerr << "headroom: device error: " << e.what() << "\n";
+    std::cerr << one_line(std::string("headroom: device error: ") + e.what()) << "\n";
     return exit_device_failed;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "headroom: out of host memory (the input asks for more than this machine has)\n";
+    return exit_bad_input;
   } catch (const std::exception& e) {
-    std::cerr << "headroom: internal error: " << e.what() << "\n";
+    std::cerr << one_line(std::string("headroom: internal error: ") + e.what()) << "\n";
     return exit_internal;
   }
   return exit_internal;

@@ -166,10 +166,13 @@ problem problem_from(const plan_options& o) {
     throw bad_input("strict-calibration", "applies to --calibration");
   }
   validate(p.training, p.device);
-  if (!(o.costs.tflops > 0) || !(o.costs.mfu > 0) || o.costs.mfu > 1 || !(o.costs.intra_node_gbs > 0) ||
-      !(o.costs.inter_node_gbs > 0))
-    throw bad_input("cost model",
-                    "--tflops, --intra-node-gbs, --inter-node-gbs must be positive, --mfu in (0, 1]");
+  // Finite and in a documented range, so no NaN or inf reaches the ranking or the JSON.
+  auto in_range = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
+  if (!in_range(o.costs.tflops, 1e-3, 1e6) || !in_range(o.costs.mfu, 1e-4, 1) ||
+      !in_range(o.costs.intra_node_gbs, 1e-3, 1e6) || !in_range(o.costs.inter_node_gbs, 1e-3, 1e6))
+    throw bad_input(
+        "cost model",
+        "--tflops and --intra-node-gbs / --inter-node-gbs must be in [0.001, 1e6], --mfu in [0.0001, 1]");
   return p;
 }
 
@@ -198,6 +201,7 @@ int run_plan(const plan_options& o) {
   if (o.min_gpus && o.csv) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");
   if (o.max_gpus <= 0 || o.max_gpus > 10'000'000)
     throw bad_input("max-gpus", "must be between 1 and 10000000");
+  if (o.top < 0 || o.top > 1'000'000) throw bad_input("top", "must be between 0 (all rows) and 1000000");
 
   search_axes axes;
   if (given(o, "--tp")) axes.tp = o.tp;
@@ -225,7 +229,8 @@ int run_plan(const plan_options& o) {
     if (o.json)
       std::cout << min_gpus_json(p, r).dump(2) << "\n";
     else
-      write_min_gpus_text(std::cout, p, r, o.top);  // 0 lists every fitting layout, tight ones too
+      write_min_gpus_text(std::cout, p, r,
+                          static_cast<std::size_t>(o.top));  // 0 lists every fitting layout, tight ones too
     return r.n_min ? exit_fits : exit_does_not_fit;
   }
 
@@ -239,7 +244,7 @@ int run_plan(const plan_options& o) {
     else if (o.csv)
       write_suggest_csv(std::cout, p, s);
     else {
-      write_suggest_text(std::cout, p, s, o.top);
+      write_suggest_text(std::cout, p, s, static_cast<std::size_t>(o.top));
       if (o.explain && !s.fitting.empty()) {
         std::cout << "\n";
         std::cout << explain_plan(p, estimate(p, s.fitting.front().where));

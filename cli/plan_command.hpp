@@ -31,7 +31,7 @@ struct plan_options {
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;
   bool json = false, csv = false, explain = false, suggest = false, min_gpus = false;
-  std::size_t top = 20;
+  std::int64_t top = 20;
   int max_gpus = 16384;
   cost_model costs;
   CLI::App* app = nullptr;  // to ask which options were given

@@ -448,10 +448,13 @@ int run_probe(const probe_options& o) {
   const int stage = trace_stage ? *trace_stage : stage_of(o, b);
   if (!trace_stage) t = build_trace(p, b.where, stage);
   const stage_breakdown& predicted = b.stages[static_cast<std::size_t>(stage)];
-  if (predicted.persistent > p.device.capacity)
-    throw bad_input("gpu-mem", "capacity " + gib_str(p.device.capacity) +
-                                   " GiB is smaller than the persistent state (" +
-                                   gib_str(predicted.persistent) + " GiB) of stage " + std::to_string(stage));
+  if (predicted.persistent > p.device.capacity) {
+    // The same verdict as `plan` for this layout: it does not fit (exit 3), with nothing to replay.
+    std::cout << "does not fit: the persistent state of stage " << stage << " ("
+              << gib_str(predicted.persistent) << " GiB) is larger than the capacity ("
+              << gib_str(p.device.capacity) << " GiB); nothing to replay\n";
+    return exit_does_not_fit;
+  }
 
   std::optional<touch_throughput> throughput;
   if (target->gpu) throughput = target->gpu->measure_throughput(throughput_bytes);

@@ -28,6 +28,18 @@ std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t c
   return units;
 }
 
+void check_state_fits_in_int64(const problem& p, const param_counts& pc) {
+  // Every buffer's bytes for the whole model, and their sum, must be representable: then no per-rank
+  // product or sum of state (a part of it) can overflow.
+  std::int64_t sum = 0;
+  for (const auto& b : p.precision.buffers) {
+    const std::int64_t bytes = detail::checked_mul(b.bytes, pc.total, "state");
+    if (__builtin_add_overflow(sum, bytes, &sum))
+      throw bad_input("state", "the model's state overflows 64-bit bytes");
+  }
+  if (sum > INT64_MAX / 8) throw bad_input("state", "the model's state is absurd (over an exabyte)");
+}
+
 std::int64_t reserve_tokens(const problem& p, const layout& l) {
   return p.training.seq / std::max(1, l.cp) * p.training.micro_batch;
 }
@@ -172,6 +184,7 @@ breakdown estimate(const problem& p, const layout& l) {
   breakdown r;
   r.where = l;
   r.basis.params = count_params(p.model);
+  check_state_fits_in_int64(p, r.basis.params);
   r.basis.ledger = layer_ledger(p.model, shape_of(p, l));
   r.basis.per_layer = sum_ledger(r.basis.ledger);
   r.basis.microbatches = microbatches_per_step(p, l);

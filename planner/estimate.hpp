@@ -81,6 +81,10 @@ std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const 
 // --zero3-inflight-units, at most the chunk's layers, at most the whole layers --zero3-live-params holds.
 std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t chunk_layers);
 
+// Throws bad_input when the model's whole state in bytes (every buffer x Ψ) cannot be held in 64 bits with
+// room to spare: the guard that keeps every per-rank state figure exact.
+void check_state_fits_in_int64(const problem& p, const param_counts& pc);
+
 // Returns the tokens of one micro-batch on a rank of `l` (seq / cp x micro-batch): the reserve's per-token
 // term.
 std::int64_t reserve_tokens(const problem& p, const layout& l);

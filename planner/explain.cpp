@@ -231,13 +231,26 @@ std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   o << "  " << b.shardable_per_param << "*Psi/N + " << fixed(act, 1) << " + " << trim(res, 1)
     << " <= " << trim(cap, 1) << "\n";
   o << "  " << b.shardable_per_param << "*Psi/N <= " << fixed(room, 1) << " GiB\n";
-  o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.seed_bound, 1)
-    << "   ->  N >= " << static_cast<long long>(std::ceil(r.seed_bound - 1e-9));
-  if (r.n_pow2) o << "  ->  N = " << *r.n_pow2 << " (power of two)";
-  o << "\n";
-  o << "  strict form (tp and cp shrink activations further, so count none): N >= " << fixed(state, 1)
-    << " / " << fixed(cap - res, 1) << " = " << fixed(r.strict_bound, 2)
-    << "; the search starts at N = " << r.first_candidate << "\n";
+  if (room > 0 && std::isfinite(r.seed_bound) && r.seed_bound < 1e12) {
+    o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.seed_bound, 1)
+      << "   ->  N >= " << static_cast<long long>(std::ceil(r.seed_bound - 1e-9));
+    if (r.n_pow2) o << "  ->  N = " << *r.n_pow2 << " (power of two)";
+    o << "\n";
+  } else {
+    o << "  no room is left for state at tp=1: this form of the bound gives no N\n";
+  }
+  if (cap - res > 0 && std::isfinite(r.strict_bound) && r.strict_bound < 1e12)
+    o << "  strict form (tp and cp shrink activations further, so count none): N >= " << fixed(state, 1)
+      << " / " << fixed(cap - res, 1) << " = " << fixed(r.strict_bound, 2)
+      << "; the search starts at N = " << r.first_candidate << "\n";
+  else
+    o << "  strict form: the reserve alone fills the GPU: no N can fit\n";
+  if (r.floor_proves_none)
+    o << "  per-rank floor: one layer's activations at the most sharded layout with the reserve (or the "
+         "working "
+         "set and the fixed overheads) is "
+      << fixed(to_gib(r.per_rank_floor), 1) << " GiB > " << trim(cap, 1)
+      << " GiB: no N can fit, whatever the data-parallel degree\n";
   return o.str();
 }
 

@@ -8,6 +8,18 @@
 namespace headroom::detail {
 
 namespace {
+// Returns a value for an error message: scalars as written (cut at 60 characters), containers by their
+// kind only, so no error path walks or prints an unbounded value.
+std::string shown(const nlohmann::json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+}  // namespace
+
+namespace {
 std::string where(const std::string& origin, const std::string& key) {
   return origin.empty() ? key : origin + "." + key;
 }
@@ -26,10 +38,10 @@ std::optional<std::int64_t> opt_int_field(const nlohmann::json& j, const std::st
   } else if (it->is_number_float()) {
     double d = it->get<double>();
     if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18)
-      throw bad_input(where(origin, key), "must be a whole number, got " + it->dump());
+      throw bad_input(where(origin, key), "must be a whole number, got " + shown(*it));
     v = static_cast<std::int64_t>(d);
   } else {
-    throw bad_input(where(origin, key), "must be an integer, got " + it->dump());
+    throw bad_input(where(origin, key), "must be an integer, got " + shown(*it));
   }
   if (v < lo || v > hi)
     throw bad_input(where(origin, key), "must be between " + std::to_string(lo) + " and " +
@@ -48,7 +60,7 @@ std::optional<double> opt_number_field(const nlohmann::json& j, const std::strin
                                        const std::string& origin) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) throw bad_input(where(origin, key), "must be a number, got " + it->dump());
+  if (!it->is_number()) throw bad_input(where(origin, key), "must be a number, got " + shown(*it));
   double d = it->get<double>();
   if (!std::isfinite(d) || d < 0) throw bad_input(where(origin, key), "must be a non-negative number");
   return d;
@@ -58,7 +70,7 @@ std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& k
                                    const std::string& origin) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) throw bad_input(where(origin, key), "must be true or false, got " + it->dump());
+  if (!it->is_boolean()) throw bad_input(where(origin, key), "must be true or false, got " + shown(*it));
   return it->get<bool>();
 }
 
@@ -66,7 +78,7 @@ std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::
                                             const std::string& origin) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) throw bad_input(where(origin, key), "must be a string, got " + it->dump());
+  if (!it->is_string()) throw bad_input(where(origin, key), "must be a string, got " + shown(*it));
   return it->get<std::string>();
 }
 

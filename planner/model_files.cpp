@@ -34,17 +34,41 @@ std::vector<std::string> list_presets(const std::string& dir) {
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw bad_input(path, "cannot open file (missing)");
+  if (!fs::is_regular_file(status))
+    throw bad_input(path, "is not a regular file (a directory, device or pipe is not read)");
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw bad_input(path, "cannot read its size");
+  if (size > max_json_file_bytes)
+    throw bad_input(
+        path, "is larger than the " + std::to_string(max_json_file_bytes >> 20) + " MiB a JSON input may be");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(path, "cannot open file");
   std::stringstream ss;
   ss << in.rdbuf();
+  return parse_json_text(ss.str(), path);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
   try {
-    return nlohmann::json::parse(ss.str());
+    // Nesting is capped while parsing: no reader walks deeper, and no error path prints a deep value.
+    const nlohmann::json::parser_callback_t depth_cap = [&](int depth, nlohmann::json::parse_event_t,
+                                                            nlohmann::json&) {
+      if (depth > max_json_depth)
+        throw bad_input(origin, "JSON nested deeper than " + std::to_string(max_json_depth) + " levels");
+      return true;
+    };
+    return nlohmann::json::parse(text, depth_cap);
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's message names the byte; keep only that part, on one line.
     std::string msg = e.what();
     if (auto p = msg.find("parse error"); p != std::string::npos) msg = msg.substr(p);
-    throw bad_input(path, "malformed JSON (" + msg + ")");
+    throw bad_input(origin, "malformed JSON (" + msg + ")");
+  } catch (const nlohmann::json::exception& e) {
+    // Out-of-range numbers (1e400) and the like: the input's problem, not a bug.
+    throw bad_input(origin, std::string("unreadable JSON value (") + e.what() + ")");
   }
 }
 

@@ -28,7 +28,14 @@ model_spec load_model_file(const std::string& path);
 model_spec model_from_hf_config(const nlohmann::json& config, const std::string& origin);
 model_spec load_hf_config(const std::string& path);
 
-// Returns the parsed JSON of a file; throws bad_input("<path>", "...") when missing or malformed.
+// Input limits of every JSON reader: a regular file of at most 64 MiB, nested at most 64 levels.
+inline constexpr std::uintmax_t max_json_file_bytes = std::uintmax_t{64} << 20;
+inline constexpr int max_json_depth = 64;
+
+// Returns the parsed JSON of a file; throws bad_input("<path>", "...") when missing, not a regular file,
+// over the size limit, malformed, nested too deep or holding an unrepresentable number.
 nlohmann::json read_json_file(const std::string& path);
+// Returns the parsed JSON of `text`, with the same limits and errors (origin names it).
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
 
 }  // namespace headroom

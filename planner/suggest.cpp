@@ -27,6 +27,7 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   validate(p.model);
   validate(p.training, p.device);
   m_params = count_params(p.model);
+  check_state_fits_in_int64(p, m_params);
   const auto& m = p.model;
   const std::int64_t seq = p.training.seq;
   // Candidate axes; layout_error() decides which are valid, so the search and `plan` agree by construction.
@@ -114,6 +115,22 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
     if (first_error) throw *first_error;
     throw bad_input(m_variants.empty() ? "tp" : "pp", "no valid value for this model among the fixed axes");
   }
+}
+
+std::int64_t layout_search::per_rank_floor() const {
+  std::int64_t best = INT64_MAX;
+  for (const auto& v : m_variants) {
+    if (v.mb != 0) continue;
+    const problem& p = m_problems[0];
+    for (std::int64_t r : m_space[7].values) {
+      const auto mode = static_cast<recompute_mode>(r);
+      const std::int64_t a = v.sums.of(mode);
+      const std::int64_t seed = a + p.device.reserve.fixed;
+      const std::int64_t peak = a + v.peaks.working_set_of(mode) + p.device.fixed_overheads;
+      best = std::min(best, std::max(seed, peak));
+    }
+  }
+  return best;
 }
 
 const problem& layout_search::problem_of(const candidate& c) const {
@@ -295,11 +312,21 @@ min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   r.bound = b;
   const double state = static_cast<double>(b.state_total);
   // The seed's (e): leave room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.
-  r.full_recompute_activations =
-      2 * p.training.seq * p.training.micro_batch * p.model.hidden * p.model.layers;
+  r.full_recompute_activations = saturating_mul(
+      saturating_mul(saturating_mul(2 * p.training.seq, p.training.micro_batch), p.model.hidden),
+      p.model.layers);
   r.seed_bound = state / static_cast<double>(b.usable - r.full_recompute_activations);
   r.strict_bound = state / static_cast<double>(b.usable);
-  r.first_candidate = std::max(1, static_cast<int>(std::ceil(r.strict_bound - 1e-9)));
+  // The bound as a count, range-checked before the cast: past max_gpus (or not finite) no N is searched.
+  const double first = std::ceil(r.strict_bound - 1e-9);
+  r.first_candidate =
+      std::isfinite(first) && first <= max_gpus ? std::max(1, static_cast<int>(first)) : max_gpus + 1;
+  if (b.usable <= 0) r.first_candidate = max_gpus + 1;
+  r.per_rank_floor = search.per_rank_floor();
+  if (r.per_rank_floor > p.device.capacity) {
+    r.floor_proves_none = true;
+    return r;
+  }
   for (int n = r.first_candidate; n <= max_gpus; ++n) {
     if (search.any_fits(n, r.evaluated)) {
       r.n_min = n;

@@ -90,6 +90,10 @@ class layout_search {
   const std::vector<search_axis>& space() const { return m_space; }
   // Returns whether the micro-batch is searched (not fixed by the user).
   bool micro_batch_searched() const { return !m_axes.micro_batch.has_value(); }
+  // Returns a floor no layout at any N goes below, in bytes: one layer's activations (the fewest a stage
+  // holds, at the smallest micro-batch and the most sharded tp / cp / sp) plus the fixed reserve, or plus
+  // the backward working set and the fixed overheads. When it exceeds the capacity, no N can fit.
+  std::int64_t per_rank_floor() const;
   // Returns the problem with the micro-batch of `c` (the one its figures are computed for).
   const problem& problem_of(const candidate& c) const;
 
@@ -125,9 +129,12 @@ struct min_gpus_result {
   std::optional<int> n_pow2;                    // the smallest power of two with a fitting layout
   std::optional<suggestion> at_min, at_pow2;
   std::int64_t evaluated = 0;
+  std::int64_t per_rank_floor = 0;  // layout_search::per_rank_floor()
+  bool floor_proves_none = false;   // the floor exceeds the capacity: no N was searched
 };
 
-// Searches N = ceil(strict bound), ... up to max_gpus. Throws bad_input.
+// Searches N = ceil(strict bound), ... up to max_gpus; stops at once when the per-rank floor proves no N
+// can fit. Throws bad_input.
 min_gpus_result min_gpus(const layout_search& search, int max_gpus);
 
 }  // namespace headroom

@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -14,26 +16,34 @@ namespace headroom::probes {
 
 void write_new_file(const std::string& path, const std::string& text, bool overwrite) {
   namespace fs = std::filesystem;
-  if (!overwrite && fs::exists(path))
-    throw bad_input("output", "'" + path + "' exists; refusing to overwrite it (--force to replace)");
+  std::error_code ec;
+  const auto status = fs::symlink_status(path, ec);
+  if (!ec && fs::exists(status)) {
+    if (!fs::is_regular_file(status))
+      throw bad_input("output", "'" + path + "' exists and is not a regular file; refusing to replace it");
+    if (!overwrite)
+      throw bad_input("output", "'" + path + "' exists; refusing to overwrite it (--force to replace)");
+  }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const std::string& what) {
+    std::remove(tmp.c_str());
+    throw output_error("'" + path + "': " + what);
+  };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw bad_input("output", "cannot write '" + path + "' (cannot create " + tmp + ")");
+    if (!out) fail(std::string("cannot create it (") + std::strerror(errno) + ")");
     out << text;
     out.flush();
     if (!out) {
+      const int err = errno;
       out.close();
-      std::remove(tmp.c_str());
-      throw std::runtime_error("writing " + tmp + " failed");
+      fail(std::string("writing failed (") + std::strerror(err) + ")");
     }
+    out.close();
+    if (!out) fail(std::string("closing failed (") + std::strerror(errno) + ")");
   }
-  std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("renaming " + tmp + " to " + path + " failed: " + ec.message());
-  }
+  if (ec) fail("renaming " + tmp + " over it failed: " + ec.message());
 }
 
 }  // namespace headroom::probes

@@ -271,7 +271,6 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
   const bad cases[] = {
       {"probe " + z3 + "--trace " + bad_trace + " --json " + out, "which is not allocated"},
       {"probe " + z3 + "--trace " + truncated + " --json " + out, "malformed JSON"},
-      {"probe --preset gpt3-175b --gpus 8 --zero 0 --json " + out, "smaller than the persistent state"},
       {"probe " + z3 + "--max-split-size-mb 10 --json " + out, "max-split-size-mb"},
       {"probe " + z3 + "--allocator raw --expandable-segments --json " + out,
        "apply to the caching allocator"},
@@ -296,6 +295,12 @@ TEST(CliProbe, BadInputIsOneLineAndWritesNothing) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
   }
+  // A layout whose state alone does not fit: the same verdict as `plan` (exit 3), and no record.
+  auto r = run("probe --preset gpt3-175b --gpus 8 --zero 0 --json " + out);
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos) << r.out;
+  EXPECT_EQ(run("plan --preset gpt3-175b --gpus 8 --zero 0").status, 3);
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 // --top 0 lists every fitting layout in --min-gpus too, tight ones included: the seed's own answer at 16 GPUs
@@ -624,6 +629,86 @@ TEST(Cli, CalibrateCompareReport) {
   r = run("calibrate " + cal + " -o " + dir + "/bad.json");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(lines(r.err), 1) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+// Argument-level fuzzing: every numeric and path option of `plan` (and the probe's own) with adversarial
+// values. Whatever the value: exit 0, 2 or 3 (never 1, never a signal); on exit 2 nothing on stdout, one
+// stderr line under 300 characters, and no output file left behind.
+TEST(CliFuzz, AdversarialArgumentValues) {
+  const std::string out = ::testing::TempDir() + "/headroom_argfuzz_" + std::to_string(::getpid()) + ".json";
+  const std::vector<std::string> values = {
+      "0",   "-1", "9223372036854775808", "1e308", "inf", "nan", "''", "abc", "'1\n2'",
+      "1.5", "-0", std::string(1000, '7')};
+  const std::vector<std::string> plan_opts = {"--gpus",
+                                              "--tp",
+                                              "--pp",
+                                              "--cp",
+                                              "--vpp",
+                                              "--zero",
+                                              "--seq",
+                                              "--micro-batch",
+                                              "--global-batch",
+                                              "--gpu-mem",
+                                              "--reserve",
+                                              "--fixed-overheads",
+                                              "--gpus-per-node",
+                                              "--top",
+                                              "--max-gpus",
+                                              "--tflops",
+                                              "--mfu",
+                                              "--intra-node-gbs",
+                                              "--inter-node-gbs",
+                                              "--zero3-inflight-units",
+                                              "--zero3-live-params",
+                                              "--first-stage-layers",
+                                              "--last-stage-layers",
+                                              "--pp-layout",
+                                              "--model",
+                                              "--recipe",
+                                              "--hf-config",
+                                              "--calibration"};
+  int runs = 0;
+  for (const auto& opt : plan_opts)
+    for (const auto& v : values) {
+      const bool model = opt == "--model" || opt == "--hf-config";
+      const std::string base =
+          model ? "plan --gpus 8 --suggest --top 3 " : "plan --preset gpt3-125m --gpus 8 --suggest --top 3 ";
+      std::filesystem::remove(out);
+      const std::string args = base + opt + " " + v + " --json " + out;
+      auto r = run(args);
+      ++runs;
+      EXPECT_TRUE(r.status == 0 || r.status == 2 || r.status == 3) << args << " -> " << r.status << "\n"
+                                                                   << r.err;
+      if (r.status == 2) {
+        EXPECT_TRUE(r.out.empty()) << args << "\n" << r.out;
+        EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+        EXPECT_LT(r.err.size(), 300u) << args;
+        EXPECT_FALSE(std::filesystem::exists(out)) << args;
+      }
+    }
+  const std::vector<std::string> probe_opts = {
+      "--granularity-mib", "--max-split-size-mb", "--bucket-mb", "--max-fit-limit",
+      "--stage",           "--snapshot",          "--trace"};
+  for (const auto& opt : probe_opts)
+    for (const auto& v : values) {
+      std::filesystem::remove(out);
+      const std::string args = "probe --preset gpt3-125m --gpus 8 " + opt + " " + v + " --json " + out;
+      auto r = run(args);
+      ++runs;
+      EXPECT_TRUE(r.status == 0 || r.status == 2 || r.status == 3) << args << " -> " << r.status << "\n"
+                                                                   << r.err;
+      if (r.status == 2) {
+        EXPECT_EQ(lines(r.err), 1) << args << "\n" << r.err;
+        EXPECT_LT(r.err.size(), 300u) << args;
+        EXPECT_FALSE(std::filesystem::exists(out)) << args;
+      }
+    }
+  std::filesystem::remove(out);
+  EXPECT_GT(runs, 400);
 }
 
 }  // namespace

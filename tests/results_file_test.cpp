@@ -28,7 +28,24 @@ TEST(ResultsFile, WritesAtomicallyAndRefusesToOverwrite) {
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 1);  // no temporary left behind
-  EXPECT_THROW(write_new_file((dir / "no" / "such" / "dir.json").string(), "x", false), bad_input);
+  // The machine's problems are output_error naming the file and the cause; nothing is left behind.
+  EXPECT_THROW(write_new_file((dir / "no" / "such" / "dir.json").string(), "x", false), output_error);
+  EXPECT_THROW(write_new_file((dir / std::string(300, 'n')).string(), "x", false), output_error);
+  // Only a regular file is ever replaced, even with --force: not a directory, not a device.
+  fs::create_directories(dir / "sub");
+  EXPECT_THROW(write_new_file((dir / "sub").string(), "x", true), bad_input);
+  EXPECT_THROW(write_new_file("/dev/null", "x", true), bad_input);
+  // A full disk: /dev/full refuses every write (when present).
+  if (fs::exists("/dev/full")) {
+    try {
+      write_new_file("/dev/full", "x", true);
+      ADD_FAILURE() << "replaced /dev/full";
+    } catch (const bad_input&) {
+    }
+  }
+  files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
   fs::remove_all(dir);
 }
 
