@@ -147,7 +147,8 @@ TEST(Calibrate, FileRoundTripsAndFeedsThePlanner) {
   l.gpus = 8;
   l.zero = 3;
   l.recompute = recompute_mode::selective;
-  const auto& w = estimate(p, l).worst_stage();
+  const breakdown bd = estimate(p, l);
+  const auto& w = bd.worst_stage();
   const double churn =
       static_cast<double>(w.transient + w.activations + std::max(w.working_set, w.output_phase));
   EXPECT_NEAR(static_cast<double>(w.reserve), 2.0 * gib + c.margin + 0.1 * churn + 1000.0 * 2048, 1e4);
