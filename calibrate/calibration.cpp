@@ -2,9 +2,7 @@
 #include "calibration.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <ctime>
 
 #include "fit.hpp"
 #include "planner/errors.hpp"
@@ -18,15 +16,6 @@ const char* term_name(int i) {
 }
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // The default of an unobserved fixed term: the context, cuBLAS and NCCL figures of memory-facts.md (the
 // planner's documented fixed overheads), not the seed's 10 GiB, which also covered what the other terms fit.
@@ -68,7 +57,7 @@ observation observe(const probes::measurement_record& r) {
 
 calibration fit(const std::vector<probes::measurement_record>& records) {
   calibration c;
-  c.created = utc_now();
+  c.created = probes::utc_now();
   for (const auto& r : records) {
     c.records.push_back(observe(r));
     if (r.measured && r.backend == "cuda") {

@@ -23,14 +23,6 @@ nlohmann::json ref_json(const event_ref& r) {
   return {{"event", r.index}, {"tensor", r.tensor}, {"phase", r.phase}, {"bytes", r.bytes}};
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 }  // namespace
 
 measurement measure(const step_trace& t, const stage_breakdown& predicted, const replay_result& r,
@@ -51,6 +43,15 @@ measurement measure(const step_trace& t, const stage_breakdown& predicted, const
       static_cast<std::size_t>(*r.verified->first_mismatch) < t.tensors.size())
     m.first_mismatch_tensor = t.tensors[static_cast<std::size_t>(*r.verified->first_mismatch)].name;
   return m;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 nlohmann::json environment_json(const environment& env) {

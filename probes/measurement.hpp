@@ -120,6 +120,9 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
 
 nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& inputs,
                                    const environment& env);
+// Returns the current time as ISO 8601 UTC ("2026-11-30T17:00:00Z"), the stamp every record carries.
+std::string utc_now();
+
 // Returns the "environment" block every record carries.
 nlohmann::json environment_json(const environment& env);
 // Returns the record of an overhead probe ("headroom.overheads/1").

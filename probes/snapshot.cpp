@@ -256,26 +256,7 @@ class frame_namer {
 }  // namespace
 
 std::string top_user_frame(const pdoc& doc, std::uint32_t frames) {
-  if (frames == UINT32_MAX) return "";
-  std::string first_py;
-  for (std::uint32_t f : doc.at(frames).kids) {
-    if (doc.at(f).k != pnode::kind::dict) continue;
-    auto file = doc.get(f, "filename");
-    auto name = doc.get(f, "name");
-    if (!file || !name) continue;
-    auto fs = doc.string(*file);
-    auto ns = doc.string(*name);
-    if (!fs || !ns || fs->size() < 3 || fs->substr(fs->size() - 3) != ".py") continue;
-    const auto line = doc.get(f, "line") ? doc.integer(*doc.get(f, "line")).value_or(0) : 0;
-    const auto slash = fs->rfind('/');
-    std::string text = std::string(*ns) + " (" +
-                       std::string(slash == std::string_view::npos ? *fs : fs->substr(slash + 1)) + ":" +
-                       std::to_string(line) + ")";
-    const bool torch_itself = fs->find("/torch/") != std::string_view::npos;
-    if (!torch_itself) return text;
-    if (first_py.empty()) first_py = text;
-  }
-  return first_py;
+  return frame_namer(doc).top(frames);
 }
 
 namespace {
@@ -305,6 +286,15 @@ std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s
   return before;
 }
 
+// Returns whether event i closes a run of segment frees that no segment_alloc follows:
+// torch.cuda.empty_cache() (an allocation's out-of-memory retry frees segments and then allocates one).
+bool ends_empty_cache(const std::vector<snap_event>& ev, std::size_t i) {
+  if (ev[i].action != snap_action::segment_free) return false;
+  if (i + 1 == ev.size()) return true;
+  const auto next = ev[i + 1].action;
+  return next != snap_action::segment_free && next != snap_action::segment_alloc;
+}
+
 bool has_completions(const std::vector<snap_event>& ev) {
   return std::any_of(ev.begin(), ev.end(),
                      [](const snap_event& e) { return e.action == snap_action::free_completed; });
@@ -314,6 +304,7 @@ bool has_completions(const std::vector<snap_event>& ev) {
 
 snap_summary summarise(const torch_snapshot& s) {
   snap_summary out;
+  frame_namer names(s.doc);
   for (const auto& g : s.segments) {
     ++out.final_segments;
     out.final_reserved += g.total_size;
@@ -419,7 +410,7 @@ snap_summary summarise(const torch_snapshot& s) {
           reserved -= e.size;
           break;
         case snap_action::oom:
-          d.ooms.push_back({i, e.size, e.device_free, top_user_frame(s.doc, e.frames)});
+          d.ooms.push_back({i, e.size, e.device_free, names.top(e.frames)});
           break;
         default:
           break;
@@ -433,14 +424,7 @@ snap_summary summarise(const torch_snapshot& s) {
         d.peak_reserved_event = i;
         d.requested_at_reserved_peak = requested;
       }
-      // empty_cache(): a run of segment frees that no segment_alloc follows (an allocation's retry frees
-      // and then allocates).
-      if (e.action == snap_action::segment_free &&
-          (i + 1 == ev.size() || ev[i + 1].action != snap_action::segment_free)) {
-        std::size_t j = i + 1;
-        while (j < ev.size() && ev[j].action == snap_action::segment_free) ++j;
-        if (j == ev.size() || ev[j].action != snap_action::segment_alloc) ++d.empty_cache_calls;
-      }
+      d.empty_cache_calls += ends_empty_cache(ev, i);
     }
     if (d.peak_reserved > 0)
       d.fragmentation_at_reserved_peak =
@@ -469,7 +453,7 @@ snap_summary summarise(const torch_snapshot& s) {
       auto fr = frames_of.find(bysize[k].second);
       d.largest_at_peak.push_back(
           {bysize[k].second, bysize[k].first,
-           fr == frames_of.end() ? "(alive before recording)" : top_user_frame(s.doc, fr->second)});
+           fr == frames_of.end() ? "(alive before recording)" : names.top(fr->second)});
     }
     out.devices.push_back(std::move(d));
   }
@@ -531,17 +515,12 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
       t.events.push_back(f);
       out.source_event.push_back(i);
       live.erase(it);
-    } else if (e.action == snap_action::segment_free &&
-               (i + 1 == ev.size() || ev[i + 1].action != snap_action::segment_free)) {
-      std::size_t j = i + 1;
-      while (j < ev.size() && ev[j].action == snap_action::segment_free) ++j;
-      if (j == ev.size() || ev[j].action != snap_action::segment_alloc) {
-        trace_event c;
-        c.kind = event_kind::empty_cache;
-        c.tensor = -1;
-        t.events.push_back(c);
-        out.source_event.push_back(i);
-      }
+    } else if (ends_empty_cache(ev, i)) {
+      trace_event c;
+      c.kind = event_kind::empty_cache;
+      c.tensor = -1;
+      t.events.push_back(c);
+      out.source_event.push_back(i);
     }
   }
   if (s.capacity) t.capacity = *s.capacity;
