@@ -25,6 +25,10 @@ std::string case_key(const probes::measurement_record& r) {
     add("stage");
     add(std::to_string(r.stage));
     add(r.allocator);
+    if (r.rank) {
+      add("rank");
+      add(std::to_string(*r.rank));
+    }
   }
   if (r.kind == "overheads") add(r.raw.value("module_loading", std::string()));
   if (r.kind == "snapshot") add(r.raw.value("source", std::string()));

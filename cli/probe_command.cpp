@@ -9,16 +9,20 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
 
 #include "exit_codes.hpp"
+#include "multi_rank_probe.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "planner/model_files.hpp"
+#include "probe_target.hpp"
 #include "probes/caching_allocator.hpp"
 #include "probes/gpu_backend.hpp"
+#include "probes/launch.hpp"
 #include "probes/max_fit.hpp"
 #include "probes/measurement.hpp"
 #include "probes/probe_case.hpp"
@@ -54,10 +58,7 @@ int stage_of(const probe_options& o, const breakdown& b) {
 }
 
 void emit(const std::string& path, const std::string& text, bool force) {
-  if (path == "-")
-    std::cout << text;
-  else
-    write_new_file(path, text, force);
+  write_new_file(path, text, force);
 }
 
 std::string row(const std::string& what, const std::string& predicted, const std::string& replayed,
@@ -69,87 +70,6 @@ std::string row(const std::string& what, const std::string& predicted, const std
 
 std::string g2(std::int64_t v) {
   return gib_str(v, 2);
-}
-
-bool gpu_mem_given(const probe_options& o) {
-  return o.problem.app && o.problem.app->count("--gpu-mem") > 0;
-}
-
-// Everything about the options that can be refused before a device is touched.
-caching_options check_options(const probe_options& o) {
-  if (!(o.granularity_mib > 0) || o.granularity_mib > 1024 || std::fmod(o.granularity_mib * 1024, 1.0) != 0)
-    throw bad_input("granularity-mib", "must be a positive whole number of KiB up to 1024 MiB");
-  caching_options copt;
-  copt.expandable_segments = o.expandable_segments;
-  if (o.max_split_size_mb) {
-    if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
-      throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
-    copt.max_split_size = static_cast<std::int64_t>(*o.max_split_size_mb * (1 << 20));
-  }
-  if (o.allocator != "caching" && (o.max_split_size_mb || o.expandable_segments))
-    throw bad_input("allocator",
-                    "--max-split-size-mb and --expandable-segments apply to the caching allocator");
-  if (o.allocator == "driver-pool" && o.backend != "cuda")
-    throw bad_input("allocator", "driver-pool is CUDA's own allocator: it needs --backend cuda");
-  if (o.overheads && (!o.max_fit.empty() || !o.trace_file.empty() || !o.timeline_out.empty()))
-    throw bad_input("overheads",
-                    "--overheads measures the GPU stack alone: no --max-fit, --trace or --timeline");
-  if (!o.max_fit.empty() && (!o.trace_file.empty() || !o.timeline_out.empty()))
-    throw bad_input("max-fit", "--max-fit builds a trace per value: no --trace or --timeline");
-  if (!(o.bucket_mb > 0) || o.bucket_mb > 65536)
-    throw bad_input("bucket-mb", "must be a positive number of MiB up to 65536");
-  if (o.backend == "cuda" && o.granularity_mib != 2)
-    throw bad_input("granularity-mib", "is the sim device's page size; a GPU reports its own");
-  return copt;
-}
-
-// The device a case runs on, with its allocator and checker factories.
-struct probe_target {
-  std::unique_ptr<gpu_backend> gpu;
-  std::unique_ptr<sim_device> sim;
-  allocator_factory make_allocator;
-  std::function<std::unique_ptr<block_checker>()> make_checker;
-
-  device& dev() { return gpu ? gpu->dev() : static_cast<device&>(*sim); }
-  std::string backend() const { return gpu ? "cuda" : "sim"; }
-};
-
-// Returns the target, or nullopt after printing why there is no GPU (the caller exits 4). For the CUDA
-// backend the planner's capacity becomes the cap, or the card's total.
-std::optional<probe_target> open_target(const probe_options& o, const caching_options& copt, problem& p) {
-  probe_target t;
-  if (o.backend == "cuda") {
-    if (auto why = cuda_unavailable_reason()) {
-      std::cerr << "headroom: no CUDA device (" << *why << ")\n";
-      return std::nullopt;
-    }
-    t.gpu = open_gpu_backend(gpu_mem_given(o) ? std::optional(p.device.capacity) : std::nullopt);
-    const auto truth = t.gpu->truth();
-    p.device.capacity = truth.cap.value_or(truth.card_total);
-    gpu_backend* g = t.gpu.get();
-    const std::string name = o.allocator;
-    t.make_allocator = [g, name, copt](device&) { return g->make_allocator(name, copt); };
-    t.make_checker = [g] { return g->make_checker(); };
-  } else {
-    t.sim = std::make_unique<sim_device>(
-        p.device.capacity, static_cast<std::int64_t>(std::llround(o.granularity_mib * (1 << 20))));
-    t.make_allocator = policy_factory(o.allocator, copt);
-  }
-  return t;
-}
-
-environment environment_of(const probe_options& o, const probe_target* t) {
-  environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, std::nullopt};
-  if (t && t->gpu) env.gpu = t->gpu->environment();
-  return env;
-}
-
-nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l) {
-  nlohmann::json inputs = record_inputs(p, l);
-  inputs["tool_version"] = HEADROOM_VERSION;
-  inputs["git_revision"] = HEADROOM_GIT_REVISION;
-  inputs["trace_file"] = o.trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.trace_file);
-  return inputs;
 }
 
 // The GEMM of the overhead probe: the model's QKV projection for one micro-batch on one tp rank.
@@ -363,7 +283,8 @@ CLI::App* add_probe_command(CLI::App& app, probe_options& o) {
   c->add_option("--trace", o.trace_file,
                 "Replay this trace file (from headroom trace --json) instead of building one");
   c->add_option("--json", o.json_out, "Write the record to FILE ('-' for stdout)");
-  c->add_option("--timeline", o.timeline_out, "Draw bytes over the step's events as SVG to FILE");
+  c->add_option("--timeline", o.timeline_out,
+                "Draw bytes over the step's events as SVG to FILE ('-' for stdout)");
   c->add_option("--max-fit", o.max_fit,
                 "Find the largest micro-batch, seq or layers that fits on the device (bisection of replays)")
       ->check(CLI::IsMember({"micro-batch", "seq", "layers"}));
@@ -375,6 +296,9 @@ CLI::App* add_probe_command(CLI::App& app, probe_options& o) {
   c->add_option("--snapshot", o.snapshot_file,
                 "Replay a PyTorch memory snapshot (pickle or JSON) through the allocator emulation");
   c->add_option("--snapshot-device", o.snapshot_device, "--snapshot: the device trace to replay")
+      ->capture_default_str();
+  c->add_option("--rank-timeout", o.rank_timeout_s,
+                "Under mpirun/srun: seconds to wait for every rank before ending the run without them")
       ->capture_default_str();
   c->add_flag("--what-if", o.what_if,
               "--snapshot: the same sequence under other settings and the least capacity each needs");
@@ -395,10 +319,16 @@ int run_context_probe() {
 int run_trace(const probe_options& o) {
   const problem p = problem_from(o.problem);
   const breakdown b = estimate(p, layout_from(o.problem));
+  output_set outs(o.force);
+  outs.expect(o.json_out);
   const step_trace t = build_trace(p, b.where, stage_of(o, b));
   if (!o.json_out.empty()) {
-    emit(o.json_out, trace_to_json(t).dump() + "\n", o.force);
-    if (o.json_out == "-") return exit_fits;
+    outs.add(o.json_out, [&t](std::ostream& out) {
+      write_trace_json(out, t);
+      out << "\n";
+    });
+    outs.commit();
+    if (outs.to_stdout()) return exit_fits;
   }
   const auto peak = trace_peak(t);
   std::cout << "headroom trace: " << t.model << ", " << t.layout_text << ", stage " << t.stage << " of "
@@ -416,8 +346,21 @@ int run_trace(const probe_options& o) {
 }
 
 int run_probe(const probe_options& o) {
+  // Started by mpirun or srun: every rank probes its own part of the layout (multi_rank_probe.hpp). A single
+  // process under a launcher takes that path too when MPI is built in, so its record carries its placement.
+  if (auto li = detect_launch([](const char* name) { return std::getenv(name); })) {
+#ifdef HEADROOM_HAVE_MPI
+    return run_multi_rank_probe(o, *li);
+#else
+    if (li->size > 1) return run_multi_rank_probe(o, *li);  // reports that this build has no MPI
+#endif
+  }
   if (!o.snapshot_file.empty()) return run_snapshot_probe(o);
   if (o.what_if) throw bad_input("what-if", "applies to --snapshot");
+  // Every output is checked before any work: a refused target must not cost a GPU run first.
+  output_set outs(o.force);
+  outs.expect(o.json_out);
+  outs.expect(o.timeline_out);
   problem p = problem_from(o.problem);
   const caching_options copt = check_options(o);
   const layout l = layout_from(o.problem);
@@ -477,18 +420,16 @@ int run_probe(const probe_options& o) {
   const environment env = environment_of(o, &*target);
   const bool verify_failed = c.replayed.verified && !c.replayed.verified->ok();
 
-  // Files first, so a failed write is reported before the table claims success.
-  if (!o.json_out.empty()) {
-    emit(o.json_out, measurement_to_json(m, case_inputs(o, p, l), env).dump(2) + "\n", o.force);
-    if (o.json_out == "-")
-      return verify_failed ? exit_device_failed : m.oom_at ? exit_does_not_fit : exit_fits;
-  }
+  // Files first, all or nothing, so a failed write is reported before the table claims success.
+  if (!o.json_out.empty())
+    outs.add(o.json_out, measurement_to_json(m, case_inputs(o, p, l), env).dump(2) + "\n");
   if (!o.timeline_out.empty())
-    write_new_file(o.timeline_out,
-                   timeline_svg(t, c.replayed, p.device.capacity,
-                                t.model + ": " + t.layout_text + ", stage " + std::to_string(stage) + "; " +
-                                    c.allocator + " on " + target->dev().describe()),
-                   o.force);
+    outs.add(o.timeline_out,
+             timeline_svg(t, c.replayed, p.device.capacity,
+                          t.model + ": " + t.layout_text + ", stage " + std::to_string(stage) + "; " +
+                              c.allocator + " on " + target->dev().describe()));
+  outs.commit();
+  if (outs.to_stdout()) return verify_failed ? exit_device_failed : m.oom_at ? exit_does_not_fit : exit_fits;
 
   const replay_result& r = c.replayed;
   const char* kind = target->gpu ? "measured" : "emulated";

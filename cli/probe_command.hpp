@@ -28,6 +28,7 @@ struct probe_options {
   int snapshot_device = 0;
   bool what_if = false;
   std::optional<std::int64_t> max_fit_limit;
+  double rank_timeout_s = 300;  // multi-rank: how long rank 0 waits for every rank's record
   std::string command_line;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "exit_codes.hpp"
@@ -32,13 +33,6 @@ bool given(const plan_options& o, const char* name) {
   return o.app && o.app->count(name) > 0;
 }
 
-void write_out(const std::string& path, const std::string& text, bool force) {
-  if (path == "-")
-    std::cout << text;
-  else
-    write_new_file(path, text, force);
-}
-
 }  // namespace
 
 CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
@@ -46,7 +40,8 @@ CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
       "snapshot", "Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): what it measured");
   c->add_option("file", o.file, "The snapshot: a pickle, or the same content as JSON")->required();
   c->add_option("--json", o.json_out, "Write the record (headroom.measurement/1.2) to FILE ('-' for stdout)");
-  c->add_option("--trace", o.trace_out, "Write the device's trace (headroom.trace/1.1) to FILE");
+  c->add_option("--trace", o.trace_out,
+                "Write the device's trace (headroom.trace/1.1) to FILE ('-' for stdout)");
   c->add_option("--device", o.device, "Device trace to convert with --trace")->capture_default_str();
   c->add_flag("--force", o.force, "Replace output files that exist");
   add_problem_options(c, o.problem);
@@ -56,6 +51,9 @@ CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
 }
 
 int run_snapshot(const snapshot_options& o) {
+  output_set outs(o.force);
+  outs.expect(o.json_out);
+  outs.expect(o.trace_out);
   const torch_snapshot s = load_snapshot(o.file);
   const snap_summary sum = summarise(s);
   nlohmann::json record = snapshot_record(s, sum);
@@ -131,18 +129,23 @@ int run_snapshot(const snapshot_options& o) {
         << gib_str(w["total_bytes"].get<std::int64_t>(), 2) << " GiB\n";
   }
   if (!o.trace_out.empty()) {
-    const snapshot_trace t = snapshot_to_trace(s, o.device);
-    write_out(o.trace_out, trace_to_json(t.trace).dump() + "\n", o.force);
-    out << "trace of device " << o.device << " written to " << o.trace_out << " (" << t.trace.events.size()
+    const auto t = std::make_shared<const snapshot_trace>(snapshot_to_trace(s, o.device));
+    outs.add(o.trace_out, [t](std::ostream& f) {
+      write_trace_json(f, t->trace);
+      f << "\n";
+    });
+    out << "trace of device " << o.device << " written to " << o.trace_out << " (" << t->trace.events.size()
         << " events"
-        << (t.approximate ? "; warm: the blocks alive before recording are allocated first, approximate" : "")
+        << (t->approximate ? "; warm: the blocks alive before recording are allocated first, approximate"
+                           : "")
         << ")\n";
   }
   if (!o.json_out.empty()) {
-    write_out(o.json_out, record.dump(2) + "\n", o.force);
+    outs.add(o.json_out, record.dump(2) + "\n");
     if (o.json_out != "-") out << "record written to " << o.json_out << "\n";
   }
-  if (o.json_out != "-") std::cout << out.str();
+  outs.commit();
+  if (!outs.to_stdout()) std::cout << out.str();
   return exit_fits;
 }
 

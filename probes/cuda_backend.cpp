@@ -4,8 +4,10 @@
 #include <cublas_v2.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "cuda_block_check.hpp"
 #include "cuda_check.hpp"
@@ -68,6 +70,10 @@ struct nccl_api {
   decltype(&::ncclAllReduce) all_reduce = nullptr;
   decltype(&::ncclCommDestroy) comm_destroy = nullptr;
   decltype(&::ncclGetErrorString) error_string = nullptr;
+  decltype(&::ncclSend) send = nullptr;
+  decltype(&::ncclRecv) recv = nullptr;
+  decltype(&::ncclGroupStart) group_start = nullptr;
+  decltype(&::ncclGroupEnd) group_end = nullptr;
 };
 
 const nccl_api* load_nccl(std::string& why) {
@@ -83,6 +89,10 @@ const nccl_api* load_nccl(std::string& why) {
     get(a.all_reduce, "ncclAllReduce");
     get(a.comm_destroy, "ncclCommDestroy");
     get(a.error_string, "ncclGetErrorString");
+    get(a.send, "ncclSend");
+    get(a.recv, "ncclRecv");
+    get(a.group_start, "ncclGroupStart");
+    get(a.group_end, "ncclGroupEnd");
     return get.ok() ? &a : nullptr;
   }();
   if (!api) why = failure;
@@ -148,6 +158,7 @@ class cuda_backend final : public gpu_backend {
   }
   ~cuda_backend() override {
     m_device.reset();
+    for (ncclComm_t c : m_comms) (void)m_nccl->comm_destroy(c);
     if (m_stream) (void)HEADROOM_CUDA_CALL_NOTHROW(cudaStreamDestroy(m_stream));
   }
 
@@ -171,7 +182,78 @@ class cuda_backend final : public gpu_backend {
   // cudaMemGetInfo is device-wide and the driver keeps its own small allocations: one page of slack.
   std::int64_t cleanup_slack() const override { return 2 << 20; }
 
+  std::optional<std::string> nccl_unique_id(std::string& why) override {
+    m_nccl = load_nccl(why);
+    if (!m_nccl) return std::nullopt;
+    ncclUniqueId id{};
+    HEADROOM_LIBRARY_CALL("NCCL", m_nccl->get_unique_id(&id), nccl_error_text);
+    return std::string(id.internal, sizeof id.internal);
+  }
+
+  std::vector<nccl_group_memory> join_nccl_groups(const std::vector<nccl_group_spec>& groups) override {
+    std::string why;
+    m_nccl = load_nccl(why);
+    if (!m_nccl) throw device_error("NCCL cannot be loaded: " + why);
+    std::vector<nccl_group_memory> out;
+    for (const auto& g : groups) {
+      nccl_group_memory m;
+      m.name = g.name;
+      m.size = g.size;
+      m.rank_in_group = g.rank_in_group;
+      m.first_bytes = g.first_bytes;
+      m.collective = g.point_to_point ? "send/recv ring" : "all-reduce";
+      ncclUniqueId id{};
+      if (g.unique_id.size() != sizeof id.internal)
+        throw device_error("NCCL unique id of group " + g.name + " has " +
+                           std::to_string(g.unique_id.size()) + " bytes");
+      std::copy(g.unique_id.begin(), g.unique_id.end(), id.internal);
+      const std::int64_t before = used_now();
+      ncclComm_t comm{};
+      HEADROOM_LIBRARY_CALL("NCCL", m_nccl->comm_init_rank(&comm, g.size, id, g.rank_in_group),
+                            nccl_error_text);
+      m_comms.push_back(comm);
+      const std::int64_t after_init = used_now();
+      m.init_bytes = after_init - before;
+      // The payload buffers are the probe's own: allocated before the reading, freed after the next.
+      const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(g.first_bytes / 2 * 2, 2));
+      void* send = nullptr;
+      void* recv = nullptr;
+      HEADROOM_CUDA_CALL(cudaMalloc(&send, bytes));
+      HEADROOM_CUDA_CALL(cudaMalloc(&recv, bytes));
+      HEADROOM_CUDA_CALL(cudaMemset(send, 0, bytes));
+      const std::int64_t with_buffers = used_now();
+      if (g.point_to_point) {
+        const int next = (g.rank_in_group + 1) % g.size, prev = (g.rank_in_group + g.size - 1) % g.size;
+        HEADROOM_LIBRARY_CALL("NCCL", m_nccl->group_start(), nccl_error_text);
+        HEADROOM_LIBRARY_CALL("NCCL", m_nccl->send(send, bytes / 2, ncclBfloat16, next, comm, m_stream),
+                              nccl_error_text);
+        HEADROOM_LIBRARY_CALL("NCCL", m_nccl->recv(recv, bytes / 2, ncclBfloat16, prev, comm, m_stream),
+                              nccl_error_text);
+        HEADROOM_LIBRARY_CALL("NCCL", m_nccl->group_end(), nccl_error_text);
+      } else {
+        HEADROOM_LIBRARY_CALL(
+            "NCCL", m_nccl->all_reduce(send, recv, bytes / 2, ncclBfloat16, ncclSum, comm, m_stream),
+            nccl_error_text);
+      }
+      HEADROOM_CUDA_CALL(cudaStreamSynchronize(m_stream));
+      m.collective_bytes = used_now() - with_buffers;
+      HEADROOM_CUDA_CALL(cudaFree(send));
+      HEADROOM_CUDA_CALL(cudaFree(recv));
+      out.push_back(m);
+    }
+    return out;
+  }
+
  private:
+  std::int64_t used_now() {
+    HEADROOM_CUDA_CALL(cudaDeviceSynchronize());
+    std::size_t f = 0, t = 0;
+    HEADROOM_CUDA_CALL(cudaMemGetInfo(&f, &t));
+    return static_cast<std::int64_t>(t - f);
+  }
+
+  const nccl_api* m_nccl = nullptr;
+  std::vector<ncclComm_t> m_comms;
   cudaStream_t m_stream{};
   device_memory_truth m_truth;
   gpu_environment m_env;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "block_check.hpp"
 #include "caching_allocator.hpp"
@@ -13,6 +14,26 @@
 #include "overheads.hpp"
 
 namespace headroom::probes {
+
+// One NCCL communicator of the layout's groups, as this rank joins it.
+struct nccl_group_spec {
+  std::string name;  // "tp", "cp", "dp", "pp"
+  int size = 1, rank_in_group = 0;
+  std::string unique_id;         // the id the group's first rank made (nccl_unique_id), as bytes
+  std::int64_t first_bytes = 0;  // the payload of its first collective
+  bool point_to_point = false;   // pp: send to the next stage and receive from the previous, as 1F1B does
+};
+
+// What joining one group cost this rank, as device-used deltas.
+struct nccl_group_memory {
+  std::string name;
+  int size = 1, rank_in_group = 0;
+  std::int64_t first_bytes = 0;
+  std::string collective;                        // "all-reduce", "send/recv ring"
+  std::optional<std::int64_t> init_bytes;        // ncclCommInitRank
+  std::optional<std::int64_t> collective_bytes;  // the first collective, its own buffer excluded
+  std::int64_t total() const { return init_bytes.value_or(0) + collective_bytes.value_or(0); }
+};
 
 // Device 0, opened for probing: the context, one stream, the driver's view before and after the context.
 class gpu_backend {
@@ -30,6 +51,13 @@ class gpu_backend {
   virtual const gpu_environment& environment() const = 0;
   // Returns how much the device's free memory may move between cases without counting as a leak, bytes.
   virtual std::int64_t cleanup_slack() const = 0;
+  // Returns a fresh NCCL unique id as bytes, or nullopt with `why` when NCCL cannot be loaded.
+  virtual std::optional<std::string> nccl_unique_id(std::string& why) = 0;
+  // Joins every group in order (each a collective call with the group's other ranks, so every rank passes
+  // its groups in the same order), runs the group's first collective, and returns each one's memory as
+  // device-used deltas. The communicators live as long as the backend, so the case replayed afterwards
+  // runs beside them as it would in training. Throws device_error.
+  virtual std::vector<nccl_group_memory> join_nccl_groups(const std::vector<nccl_group_spec>& groups) = 0;
 };
 
 // Returns why no CUDA device can be used here ("no CUDA driver (cudaErrorInsufficientDriver: ...)", "this

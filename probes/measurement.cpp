@@ -173,6 +173,15 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       throw bad_input(origin, "a probe record needs inputs, predicted and replayed");
     read_case(r, j["inputs"], j["predicted"]);
     r.stage = static_cast<int>(opt_i64(j, "stage").value_or(0));
+    if (const auto rk = j.find("rank"); rk != j.end() && rk->is_object()) {
+      const std::int64_t rank = need_i64(*rk, "rank", origin + ": rank");
+      const std::int64_t world = need_i64(*rk, "world_size", origin + ": rank");
+      if (world < 1 || world > (1 << 24) || rank < 0 || rank >= world)
+        throw bad_input(origin + ": rank", "rank " + std::to_string(rank) + " of world size " +
+                                               std::to_string(world) + " is not a placement");
+      r.rank = static_cast<int>(rank);
+      r.world_size = static_cast<int>(world);
+    }
     const auto& rep = j["replayed"];
     r.peak_reserved = need_i64(rep, "peak_reserved_bytes", origin + ": replayed");
     r.peak_allocated = opt_i64(rep, "peak_allocated_bytes").value_or(0);

@@ -19,7 +19,7 @@
 
 namespace headroom::probes {
 
-inline constexpr const char* measurement_schema = "headroom.measurement/1.3";
+inline constexpr const char* measurement_schema = "headroom.measurement/1.4";
 
 struct event_ref {
   std::size_t index = 0;
@@ -102,6 +102,9 @@ struct measurement_record {
   std::optional<problem> inputs;  // the case (absent for a snapshot without an attached model)
   std::optional<layout> where;
   int stage = 0;
+  // A rank of a multi-rank probe (headroom.measurement/1.4 "rank" block); nullopt for a single-rank record.
+  std::optional<int> rank;
+  int world_size = 1;
   // Predicted figures for the case's stage (probe records, snapshot records with a model attached).
   std::int64_t persistent = 0, transient = 0, activations = 0, working_set = 0, output_phase = 0;
   // Measured / emulated: the allocator's reserved peak; on a GPU the device-used at that peak and before the

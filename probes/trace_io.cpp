@@ -40,6 +40,35 @@ nlohmann::json trace_to_json(const step_trace& t) {
   return j;
 }
 
+void write_trace_json(std::ostream& out, const step_trace& t) {
+  // Keys in nlohmann's order (sorted), so the text is the same as the document's dump().
+  auto str = [](const std::string& v) { return nlohmann::json(v).dump(); };
+  out << "{";
+  if (t.capacity) out << "\"capacity\":" << *t.capacity << ",";
+  out << "\"events\":[";
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const trace_event& e = t.events[i];
+    out << (i ? ",[\"" : "[\"") << to_string(e.kind) << "\"," << e.tensor << ",\"" << to_string(e.when)
+        << '"';
+    if (e.stream != 0) out << ',' << e.stream;
+    out << ']';
+  }
+  out << "],\"events_format\":"
+      << str("[alloc|free|empty_cache, tensor index (-1 for empty_cache), phase, stream if not 0]")
+      << ",\"layout\":" << str(t.layout_text) << ",\"microbatches_per_step\":" << t.microbatches_per_step
+      << ",\"microbatches_traced\":" << t.microbatches_traced << ",\"model\":" << str(t.model)
+      << ",\"schema\":\"headroom.trace/1.1\",\"stage\":" << t.stage << ",\"stages\":" << t.stages
+      << ",\"tensors\":[";
+  for (std::size_t i = 0; i < t.tensors.size(); ++i) {
+    const trace_tensor& x = t.tensors[i];
+    out << (i ? ",{" : "{") << "\"bytes\":" << x.bytes << ",\"dtype_bytes\":" << x.dtype_bytes
+        << ",\"name\":" << str(x.name) << ",\"shape\":[";
+    for (std::size_t d = 0; d < x.shape.size(); ++d) out << (d ? "," : "") << x.shape[d];
+    out << "]}";
+  }
+  out << "]}";
+}
+
 step_trace trace_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace headroom::detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "step_trace.hpp"
 
@@ -12,6 +13,9 @@ namespace headroom::probes {
 inline constexpr int trace_schema_major = 1;
 
 nlohmann::json trace_to_json(const step_trace& t);
+// Writes exactly trace_to_json(t).dump() to `out`, streamed: memory stays that of the trace itself, not of
+// a JSON document of it (a 100,000-layer model's trace is hundreds of MB of text).
+void write_trace_json(std::ostream& out, const step_trace& t);
 // Returns the trace a JSON document describes. Throws bad_input naming the problem: an unknown schema
 // major, a missing field, an event naming no tensor, a free of a tensor not allocated, a double allocation.
 step_trace trace_from_json(const nlohmann::json& j, const std::string& origin);

@@ -218,7 +218,7 @@ TEST(CliProbe, SimReplayMatchesThePlannerAndWritesARecord) {
       << r.out;
   EXPECT_NE(r.out.find("CUDA context and NCCL are not modelled"), std::string::npos);
   auto j = nlohmann::json::parse(slurp(json));
-  EXPECT_EQ(j["schema"], "headroom.measurement/1.3");
+  EXPECT_EQ(j["schema"], "headroom.measurement/1.4");
   EXPECT_EQ(j["backend"], "sim");
   EXPECT_FALSE(j["measured"].get<bool>());
   EXPECT_EQ(j["replayed"]["peak_requested_bytes"], j["predicted"]["step_peak_bytes"]);

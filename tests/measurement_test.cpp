@@ -28,7 +28,7 @@ TEST(Measurement, RecordsPeaksImpliedReserveAndWhatWasNotMeasured) {
   EXPECT_EQ(m.peak_reserved_at.index, r.reserved.event);
   EXPECT_FALSE(m.oom_at);
   const auto j = measurement_to_json(m, nlohmann::json::object(), {"1.2.3", "abc", "headroom probe ..."});
-  EXPECT_EQ(j["schema"], "headroom.measurement/1.3");
+  EXPECT_EQ(j["schema"], "headroom.measurement/1.4");
   EXPECT_TRUE(j["environment"]["gpu"].is_null());  // the sim backend has no GPU stack
   EXPECT_TRUE(j["environment"]["nccl"].is_null());
   EXPECT_TRUE(j["device_memory"].is_null());

@@ -49,5 +49,70 @@ TEST(ResultsFile, WritesAtomicallyAndRefusesToOverwrite) {
   fs::remove_all(dir);
 }
 
+TEST(ResultsFile, OutputsOfOneCommandAreAllOrNothing) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("headroom_outset_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto files = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+    return n;
+  };
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.svg").string();
+  std::ofstream(b) << "old";
+  {
+    // A refused second target is found before anything is written (the first does not appear).
+    output_set s(false);
+    s.expect(a);
+    EXPECT_THROW(s.expect(b), bad_input);
+    EXPECT_FALSE(fs::exists(a));
+  }
+  {
+    // A write failing on the second output leaves neither the first nor any temporary behind.
+    output_set s(false);
+    s.add(a, "first\n");
+    s.add((dir / "missing" / "c.json").string(), "second\n");
+    EXPECT_THROW(s.commit(), output_error);
+    EXPECT_FALSE(fs::exists(a));
+    EXPECT_EQ(files(), 1);
+  }
+  {
+    // A target appearing between expect() and commit() is still refused, with nothing written.
+    output_set s(false);
+    s.expect(a);
+    s.add(a, "mine\n");
+    std::ofstream(a) << "theirs";
+    EXPECT_THROW(s.commit(), bad_input);
+    std::stringstream got;
+    got << std::ifstream(a).rdbuf();
+    EXPECT_EQ(got.str(), "theirs");
+    fs::remove(a);
+  }
+  // One convention: "-" is standard output for every output, and only one output may take it.
+  {
+    output_set s(false);
+    s.expect("-");
+    EXPECT_TRUE(s.to_stdout());
+    EXPECT_THROW(s.expect("-"), bad_input);
+    EXPECT_THROW(s.expect(b), bad_input);  // exists, no --force
+  }
+  {
+    output_set s(true);
+    s.expect(a);
+    EXPECT_THROW(s.expect(a), bad_input);  // one file named for two outputs
+    s.add(a, [](std::ostream& out) { out << "streamed " << 42 << "\n"; });
+    s.add(b, "new\n");
+    s.commit();
+    std::stringstream ga, gb;
+    ga << std::ifstream(a).rdbuf();
+    gb << std::ifstream(b).rdbuf();
+    EXPECT_EQ(ga.str(), "streamed 42\n");
+    EXPECT_EQ(gb.str(), "new\n");
+    EXPECT_EQ(files(), 2);
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace headroom::probes

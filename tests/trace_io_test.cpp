@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
 #include "test_support.hpp"
@@ -32,6 +34,27 @@ TEST(TraceIo, RoundTrip) {
   EXPECT_EQ(trace_peak(back).bytes, trace_peak(t).bytes);
   EXPECT_EQ(back.tensors[5].name, t.tensors[5].name);
   EXPECT_EQ(back.events[7].when, t.events[7].when);
+}
+
+TEST(TraceIo, StreamedTextIsTheDocumentsDump) {
+  // The streamed writer must produce the very text of the DOM's dump(): same keys, order, escaping.
+  const problem p = test::preset_problem("gpt3-1.3b");
+  layout l;
+  l.gpus = 4;
+  l.zero = 1;
+  auto t = build_trace(p, l, 0);
+  t.model = "quote \" backslash \\ tab \t unicode \xc3\xa9";
+  t.capacity = std::int64_t{141} << 30;
+  t.events[3].stream = 7;
+  t.events.push_back({event_kind::empty_cache, phase::backward, -1, 0});
+  t.tensors[2].shape.clear();
+  std::ostringstream streamed;
+  write_trace_json(streamed, t);
+  EXPECT_EQ(streamed.str(), trace_to_json(t).dump());
+  step_trace empty;
+  std::ostringstream none;
+  write_trace_json(none, empty);
+  EXPECT_EQ(none.str(), trace_to_json(empty).dump());
 }
 
 TEST(TraceIo, MalformedTracesNameTheProblem) {

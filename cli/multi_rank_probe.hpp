@@ -1,0 +1,15 @@
+// multi_rank_probe.hpp: `headroom probe` started by mpirun or srun: every rank replays the trace of its own
+// stage on its own device (sim, or the GPU its local rank picks), joins the layout's NCCL groups on a GPU,
+// and rank 0 gathers every rank's record into the per-rank table, one record file per rank and a summary.
+#pragma once
+
+#include "probe_command.hpp"
+#include "probes/launch.hpp"
+
+namespace headroom::cli {
+
+// Runs this rank's part; rank 0 prints and writes. Returns the exit status (exit_codes.hpp): on rank 0 the
+// run's, on the others their own. Errors of one rank are reported by rank 0 with the rank's number.
+int run_multi_rank_probe(const probe_options& o, const probes::launch_info& li);
+
+}  // namespace headroom::cli

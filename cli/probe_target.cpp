@@ -1,0 +1,83 @@
+// probe_target.cpp: the device a probe runs on and what its records carry (see probe_target.hpp).
+#include "probe_target.hpp"
+
+#include <cmath>
+#include <iostream>
+
+#include "planner/errors.hpp"
+#include "probes/measurement.hpp"
+#include "version.hpp"
+
+namespace headroom::cli {
+
+using namespace headroom::probes;
+
+bool gpu_mem_given(const probe_options& o) {
+  return o.problem.app && o.problem.app->count("--gpu-mem") > 0;
+}
+
+// Everything about the options that can be refused before a device is touched.
+caching_options check_options(const probe_options& o) {
+  if (!(o.granularity_mib > 0) || o.granularity_mib > 1024 || std::fmod(o.granularity_mib * 1024, 1.0) != 0)
+    throw bad_input("granularity-mib", "must be a positive whole number of KiB up to 1024 MiB");
+  caching_options copt;
+  copt.expandable_segments = o.expandable_segments;
+  if (o.max_split_size_mb) {
+    if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
+      throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
+    copt.max_split_size = static_cast<std::int64_t>(*o.max_split_size_mb * (1 << 20));
+  }
+  if (o.allocator != "caching" && (o.max_split_size_mb || o.expandable_segments))
+    throw bad_input("allocator",
+                    "--max-split-size-mb and --expandable-segments apply to the caching allocator");
+  if (o.allocator == "driver-pool" && o.backend != "cuda")
+    throw bad_input("allocator", "driver-pool is CUDA's own allocator: it needs --backend cuda");
+  if (o.overheads && (!o.max_fit.empty() || !o.trace_file.empty() || !o.timeline_out.empty()))
+    throw bad_input("overheads",
+                    "--overheads measures the GPU stack alone: no --max-fit, --trace or --timeline");
+  if (!o.max_fit.empty() && (!o.trace_file.empty() || !o.timeline_out.empty()))
+    throw bad_input("max-fit", "--max-fit builds a trace per value: no --trace or --timeline");
+  if (!(o.bucket_mb > 0) || o.bucket_mb > 65536)
+    throw bad_input("bucket-mb", "must be a positive number of MiB up to 65536");
+  if (o.backend == "cuda" && o.granularity_mib != 2)
+    throw bad_input("granularity-mib", "is the sim device's page size; a GPU reports its own");
+  return copt;
+}
+
+std::optional<probe_target> open_target(const probe_options& o, const caching_options& copt, problem& p) {
+  probe_target t;
+  if (o.backend == "cuda") {
+    if (auto why = cuda_unavailable_reason()) {
+      std::cerr << "headroom: no CUDA device (" << *why << ")\n";
+      return std::nullopt;
+    }
+    t.gpu = open_gpu_backend(gpu_mem_given(o) ? std::optional(p.device.capacity) : std::nullopt);
+    const auto truth = t.gpu->truth();
+    p.device.capacity = truth.cap.value_or(truth.card_total);
+    gpu_backend* g = t.gpu.get();
+    const std::string name = o.allocator;
+    t.make_allocator = [g, name, copt](device&) { return g->make_allocator(name, copt); };
+    t.make_checker = [g] { return g->make_checker(); };
+  } else {
+    t.sim = std::make_unique<sim_device>(
+        p.device.capacity, static_cast<std::int64_t>(std::llround(o.granularity_mib * (1 << 20))));
+    t.make_allocator = policy_factory(o.allocator, copt);
+  }
+  return t;
+}
+
+environment environment_of(const probe_options& o, const probe_target* t) {
+  environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, std::nullopt};
+  if (t && t->gpu) env.gpu = t->gpu->environment();
+  return env;
+}
+
+nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l) {
+  nlohmann::json inputs = record_inputs(p, l);
+  inputs["tool_version"] = HEADROOM_VERSION;
+  inputs["git_revision"] = HEADROOM_GIT_REVISION;
+  inputs["trace_file"] = o.trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.trace_file);
+  return inputs;
+}
+
+}  // namespace headroom::cli

@@ -1,0 +1,51 @@
+// probe_target.hpp: what every probe command shares: the options that can be refused before a device is
+// touched, the device a case runs on (sim, or a CUDA GPU) with its allocator and checker factories, and the
+// environment and inputs a record carries. Used by `probe` (one rank) and the multi-rank probe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "planner/layout.hpp"
+#include "probe_command.hpp"
+#include "probes/caching_allocator.hpp"
+#include "probes/gpu_backend.hpp"
+#include "probes/measurement.hpp"
+#include "probes/probe_case.hpp"
+#include "probes/sim_device.hpp"
+
+namespace headroom::cli {
+
+// True when --gpu-mem was given on the command line.
+bool gpu_mem_given(const probe_options& o);
+
+// Returns the caching options; throws bad_input for every option that can be refused before a device is
+// touched (granularity, max_split_size, combinations).
+probes::caching_options check_options(const probe_options& o);
+
+// The device a case runs on, with its allocator and checker factories.
+struct probe_target {
+  std::unique_ptr<probes::gpu_backend> gpu;
+  std::unique_ptr<probes::sim_device> sim;
+  probes::allocator_factory make_allocator;
+  std::function<std::unique_ptr<probes::block_checker>()> make_checker;
+
+  probes::device& dev() { return gpu ? gpu->dev() : static_cast<probes::device&>(*sim); }
+  std::string backend() const { return gpu ? "cuda" : "sim"; }
+};
+
+// Returns the target, or nullopt after printing why there is no GPU (the caller exits 4). For the CUDA
+// backend the planner's capacity becomes the cap, or the card's total.
+std::optional<probe_target> open_target(const probe_options& o, const probes::caching_options& copt,
+                                        problem& p);
+
+// Returns the tool and GPU stack a record carries.
+probes::environment environment_of(const probe_options& o, const probe_target* t);
+
+// Returns the record's inputs: the problem and layout (problem_json), tool version, trace file.
+nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l);
+
+}  // namespace headroom::cli

@@ -1,0 +1,127 @@
+// fuzz_targets.cpp: the body of every fuzz target, one per reader (see fuzz_targets.hpp). Each input goes
+// through the depth- and size-capped parser (or the snapshot reader) and then the target's reader; whatever
+// it accepts is used, and invariants beyond "no crash" are checked: a plan's total is the sum of its terms,
+// "fits" means the decisive total is within the capacity, no byte count is negative, a replay's reserved
+// bytes cover its allocated ones. A violation aborts (a finding).
+#include "fuzz_targets.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "calibrate/calibration.hpp"
+#include "planner/errors.hpp"
+#include "planner/estimate.hpp"
+#include "planner/model_files.hpp"
+#include "planner/problem_json.hpp"
+#include "probes/caching_allocator.hpp"
+#include "probes/measurement.hpp"
+#include "probes/replay.hpp"
+#include "probes/sim_device.hpp"
+#include "probes/snapshot.hpp"
+#include "probes/trace_io.hpp"
+
+namespace headroom::fuzz {
+namespace {
+
+void require(bool ok) {
+  if (!ok) std::abort();
+}
+
+void check_plan(const problem& p, const layout& l) {
+  const breakdown b = estimate(p, l);
+  for (const auto& s : b.stages) {
+    for (std::int64_t v : {s.params, s.grads, s.master, s.optimizer, s.transient, s.activations, s.reserve,
+                           s.working_set, s.output_phase})
+      require(v >= 0);
+    require(s.total == s.state + s.activations + s.reserve);
+    require(s.state == s.persistent + s.transient);
+    require(s.fits == (s.decisive_total() <= s.capacity));
+  }
+}
+
+template <class F>
+void attempt(F&& f) {
+  try {
+    f();
+  } catch (const bad_input&) {
+  } catch (const nlohmann::json::exception&) {
+    // Type errors inside a reader are reported as bad input by the CLI's one handler.
+  }
+}
+
+bool wants(std::string_view target, std::string_view reader) {
+  return target == reader || target == "all";
+}
+
+void fuzz_snapshot(std::string_view bytes) {
+  using namespace probes;
+  try {
+    const torch_snapshot s = parse_snapshot(bytes, "fuzz");
+    const snap_summary sum = summarise(s);
+    (void)sum;
+    for (int d = 0; d < static_cast<int>(s.devices.size()) && d < 2; ++d) {
+      const snapshot_trace t = snapshot_to_trace(s, d);
+      if (t.trace.events.size() < 20000) {
+        const snapshot_replay r = replay_snapshot(s, t, recorded_options(s), std::int64_t{1} << 34, true);
+        require(r.peak_reserved >= r.peak_allocated && r.peak_allocated >= r.peak_requested &&
+                r.peak_requested >= 0);
+      }
+    }
+  } catch (const bad_input&) {
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& fuzz_target_names() {
+  static const std::vector<std::string> names = {"model", "hf_config",   "recipe",      "problem",
+                                                 "trace", "measurement", "calibration", "snapshot"};
+  return names;
+}
+
+int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (wants(target, "snapshot")) fuzz_snapshot(bytes);
+  if (target == "snapshot") return 0;
+  const std::string text(bytes);
+  nlohmann::json j;
+  try {
+    j = parse_json_text(text, "fuzz");
+  } catch (const bad_input&) {
+    return 0;
+  }
+  if (wants(target, "model"))
+    attempt([&] {
+      problem p = default_problem(model_from_json(j, "fuzz"));
+      layout l;
+      l.gpus = 8;
+      l.zero = 3;
+      if (!layout_error(p, l)) check_plan(p, l);
+    });
+  if (wants(target, "recipe")) attempt([&] { recipe_from_json(j, "fuzz"); });
+  if (wants(target, "hf_config")) attempt([&] { model_from_hf_config(j, "fuzz"); });
+  if (wants(target, "problem"))
+    attempt([&] {
+      if (!j.is_object() || !j.contains("problem") || !j.contains("layout")) return;
+      const problem p = problem_from_json(j["problem"], "fuzz.problem");
+      const layout l = layout_from_json(j["layout"], "fuzz.layout");
+      if (!layout_error(p, l)) check_plan(p, l);
+    });
+  if (wants(target, "trace"))
+    attempt([&] {
+      const probes::step_trace t = probes::trace_from_json(j, "fuzz");
+      if (t.events.size() > 100000) return;
+      probes::sim_device dev(std::int64_t{1} << 40, 2 << 20);
+      probes::caching_allocator a(dev, {});
+      const auto r = probes::replay(t, a, false);
+      require(r.requested.bytes >= 0 && r.reserved.bytes >= r.allocated.bytes - 0);
+    });
+  if (wants(target, "measurement")) attempt([&] { probes::measurement_from_json(j, "fuzz"); });
+  if (wants(target, "calibration")) attempt([&] { calibrate::calibration_from_json(j, "fuzz"); });
+  return 0;
+}
+
+}  // namespace headroom::fuzz

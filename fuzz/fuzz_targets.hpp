@@ -1,0 +1,21 @@
+// fuzz_targets.hpp: one fuzz target per reader of outside input. The same entry serves libFuzzer (each
+// target a binary built from libfuzzer_main.cpp, clang only) and the regression test that replays the seed
+// corpus and every committed crash input (tests/fuzz_regression_test.cpp, any compiler).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headroom::fuzz {
+
+// The targets: model (preset / model file), hf_config, recipe, problem (problem + layout), trace,
+// measurement (record), calibration, snapshot (PyTorch pickle or JSON).
+const std::vector<std::string>& fuzz_target_names();
+
+// Feeds `size` bytes to reader `target` ("all": every reader). Returns 0; a violated invariant aborts.
+int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size);
+
+}  // namespace headroom::fuzz
