@@ -93,7 +93,8 @@ std::string gib(std::int64_t b) {
 void print_table(std::ostream& out, const rank_summary& s, const problem& p, const layout& l,
                  const launch_info& li, const std::string& backend) {
   out << "headroom probe: " << p.model.name << ", " << trace_layout_text(l) << ", " << s.rows.size()
-      << " ranks under " << li.launcher << ", " << backend << " backend\n";
+      << (s.rows.size() == 1 ? " rank" : " ranks") << " under " << li.launcher << ", " << backend
+      << " backend\n";
   out << "predicted: the planner's step peak of the rank's stage; "
       << (backend == "sim" ? "replayed on the sim backend (emulated, not measured)" : "measured on the GPUs")
       << "; GiB per rank\n\n";
@@ -144,9 +145,8 @@ void print_table(std::ostream& out, const rank_summary& s, const problem& p, con
 
 int run_multi_rank_probe(const probe_options& o, const launch_info& li) {
   std::string why;
-  std::unique_ptr<rank_transport> tr = open_mpi_transport(li, why);
+  std::unique_ptr<rank_transport> tr = li.size == 1 ? open_solo_transport() : open_mpi_transport(li, why);
   if (!tr) {
-    if (li.size == 1) throw bad_input("ranks", why);  // unreachable: one rank runs the single-rank path
     if (li.rank == 0) std::cerr << "headroom: bad input: ranks: " << why << "\n";
     return exit_bad_input;
   }

@@ -346,15 +346,11 @@ int run_trace(const probe_options& o) {
 }
 
 int run_probe(const probe_options& o) {
-  // Started by mpirun or srun: every rank probes its own part of the layout (multi_rank_probe.hpp). A single
-  // process under a launcher takes that path too when MPI is built in, so its record carries its placement.
-  if (auto li = detect_launch([](const char* name) { return std::getenv(name); })) {
-#ifdef HEADROOM_HAVE_MPI
+  // Started by mpirun or srun: every rank probes its own part of the layout (multi_rank_probe.hpp). A world
+  // of one rank takes that path too (no MPI needed), so its record carries its placement and, on a GPU, a
+  // one-rank NCCL communicator.
+  if (auto li = detect_launch([](const char* name) { return std::getenv(name); }))
     return run_multi_rank_probe(o, *li);
-#else
-    if (li->size > 1) return run_multi_rank_probe(o, *li);  // reports that this build has no MPI
-#endif
-  }
   if (!o.snapshot_file.empty()) return run_snapshot_probe(o);
   if (o.what_if) throw bad_input("what-if", "applies to --snapshot");
   // Every output is checked before any work: a refused target must not cost a GPU run first.

@@ -37,6 +37,8 @@ caching_options check_options(const probe_options& o) {
                     "--overheads measures the GPU stack alone: no --max-fit, --trace or --timeline");
   if (!o.max_fit.empty() && (!o.trace_file.empty() || !o.timeline_out.empty()))
     throw bad_input("max-fit", "--max-fit builds a trace per value: no --trace or --timeline");
+  if (!(o.rank_timeout_s > 0) || o.rank_timeout_s > 86400)
+    throw bad_input("rank-timeout", "must be between 0 and 86400 seconds");
   if (!(o.bucket_mb > 0) || o.bucket_mb > 65536)
     throw bad_input("bucket-mb", "must be a positive number of MiB up to 65536");
   if (o.backend == "cuda" && o.granularity_mib != 2)

@@ -39,6 +39,11 @@ class rank_transport {
   [[noreturn]] virtual void abort(int exit_status) = 0;
 };
 
+// Returns the transport of a world of one rank: every exchange returns this rank's own message. Needs no MPI,
+// so a single process (a launcher's one rank, or one started with its variables set by hand) takes the
+// multi-rank path on any build, NCCL included.
+std::unique_ptr<rank_transport> open_solo_transport();
+
 // Returns the MPI transport of this launch (MPI_Init now, MPI_Finalize when destroyed), or nullptr with
 // `why` when this build has no MPI.
 std::unique_ptr<rank_transport> open_mpi_transport(const launch_info& li, std::string& why);

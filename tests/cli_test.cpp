@@ -638,6 +638,40 @@ namespace {
 // Argument-level fuzzing: every numeric and path option of `plan` (and the probe's own) with adversarial
 // values. Whatever the value: exit 0, 2 or 3 (never 1, never a signal); on exit 2 nothing on stdout, one
 // stderr line under 300 characters, and no output file left behind.
+TEST(CliProbe, OutputsAreAllOrNothingAndDashIsStdout) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("headroom_outs_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fresh = (dir / "new.json").string(), old_svg = (dir / "old.svg").string();
+  std::ofstream(old_svg) << "keep";
+  // The second output is refused: the first is not created either, and the refusal comes before any work.
+  auto r = run("probe --preset gpt3-125m --gpus 8 --json " + fresh + " --timeline " + old_svg);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("old.svg"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(fresh));
+  // One file named for two outputs, and two outputs on standard output, are refused.
+  EXPECT_EQ(run("probe --preset gpt3-125m --gpus 8 --json " + fresh + " --timeline " + fresh).status, 2);
+  EXPECT_EQ(run("probe --preset gpt3-125m --gpus 8 --json - --timeline -").status, 2);
+  EXPECT_FALSE(fs::exists(fresh));
+  // `-` is standard output for --timeline as for --json; the file beside it is written too.
+  r = run("probe --preset gpt3-125m --gpus 8 --json " + fresh + " --timeline -");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("<svg", 0), 0u) << r.out.substr(0, 80);
+  EXPECT_TRUE(fs::exists(fresh));
+  EXPECT_FALSE(fs::exists("-"));
+  // The streamed trace is the document a reader parses back.
+  r = run("trace --preset gpt3-125m --gpus 8 --json -");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "headroom.trace/1.1");
+  EXPECT_GT(j["events"].size(), 100u);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2);  // new.json and old.svg: no temporaries
+  fs::remove_all(dir);
+}
+
 TEST(CliFuzz, AdversarialArgumentValues) {
   const std::string out = ::testing::TempDir() + "/headroom_argfuzz_" + std::to_string(::getpid()) + ".json";
   const std::vector<std::string> values = {
@@ -692,7 +726,7 @@ TEST(CliFuzz, AdversarialArgumentValues) {
     }
   const std::vector<std::string> probe_opts = {
       "--granularity-mib", "--max-split-size-mb", "--bucket-mb", "--max-fit-limit",
-      "--stage",           "--snapshot",          "--trace"};
+      "--stage",           "--snapshot",          "--trace",     "--rank-timeout"};
   for (const auto& opt : probe_opts)
     for (const auto& v : values) {
       std::filesystem::remove(out);

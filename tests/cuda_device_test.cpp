@@ -106,6 +106,31 @@ TEST(GpuDevice, OutOfMemoryUnderACapIsAResultAndTheNextCaseRuns) {
   EXPECT_GE(g->dev().memory().free, free_before - g->cleanup_slack());
 }
 
+TEST(GpuDevice, OneRankNcclGroupIsJoinedAndItsMemoryMeasured) {
+  // The multi-rank probe's NCCL path on one GPU: a one-rank data-parallel communicator, its first all-reduce
+  // of a 25 MiB bucket, both as device-used deltas; a second group joins beside it.
+  SKIP_WITHOUT_GPU();
+  auto g = open_or_skip();
+  std::string why;
+  const auto id = g->nccl_unique_id(why);
+  if (!id) GTEST_SKIP() << "NCCL cannot be loaded: " << why;
+  EXPECT_EQ(id->size(), 128u);
+  nccl_group_spec dp{"dp", 1, 0, *id, 25 * MiB, false};
+  const auto id2 = g->nccl_unique_id(why);
+  ASSERT_TRUE(id2);
+  nccl_group_spec pp{"pp", 1, 0, *id2, 4 * MiB, true};
+  const auto m = g->join_nccl_groups({dp, pp});
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].name, "dp");
+  EXPECT_EQ(m[1].collective, "send/recv ring");
+  ASSERT_TRUE(m[0].init_bytes && m[0].collective_bytes);
+  EXPECT_GE(*m[0].init_bytes, 0);
+  EXPECT_GT(m[0].total(), 0) << "a communicator and its first collective cost no device memory at all";
+  EXPECT_LT(m[0].total(), std::int64_t{4} << 30);
+  // A malformed id is a device error, not a crash.
+  EXPECT_THROW(g->join_nccl_groups({{"tp", 1, 0, "short", 1, false}}), device_error);
+}
+
 TEST(GpuDevice, AFailingCallBecomesOneErrorNamingIt) {
   SKIP_WITHOUT_GPU();
   auto g = open_or_skip();
