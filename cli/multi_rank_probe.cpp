@@ -307,7 +307,9 @@ int run_multi_rank_probe(const probe_options& o, const launch_info& li) {
     std::cerr << "headroom: rank " << li.rank << ": " << e.what() << "\n";
     return exit_device_failed;
   }
-  if (li.rank != 0) return mine.exit_status;
+  // Rank 0 speaks for every rank. A rank whose outcome reached it exits 0 whatever that outcome was: a
+  // non-zero exit makes mpirun and srun end the job at once, which could cut rank 0 off mid-report.
+  if (li.rank != 0) return exit_fits;
 
   if (!b) {
     // Rank 0 could not even form the case: every rank saw the same input, so its line is the answer.

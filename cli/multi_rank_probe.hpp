@@ -9,7 +9,7 @@
 namespace headroom::cli {
 
 // Runs this rank's part; rank 0 prints and writes. Returns the exit status (exit_codes.hpp): on rank 0 the
-// run's, on the others their own. Errors of one rank are reported by rank 0 with the rank's number.
+// run's; on the others 0 once rank 0 has their outcome (rank 0 reports it with the rank's number), else 5.
 int run_multi_rank_probe(const probe_options& o, const probes::launch_info& li);
 
 }  // namespace headroom::cli
