@@ -94,7 +94,7 @@ int run_calibrate(const calibrate_options& o) {
   const auto records = read_records(o.records, nullptr);
   if (records.empty()) throw bad_input("calibrate", "no record files found");
   const calibrate::calibration c = calibrate::fit(records);
-  probes::write_new_file(o.out, calibrate::to_json(c).dump(2) + "\n", o.force);
+  probes::write_new_file(o.out, calibrate::to_json(c).dump(2) + "\n", o.force, &std::cout);
   std::ostringstream out;
   out << "headroom calibrate: " << records.size() << " records -> " << o.out << "\n";
   out << "holds for: GPU " << (c.gpu.empty() ? "(not stated: no CUDA record)" : c.gpu) << ", driver "
@@ -168,7 +168,7 @@ int run_report(const calibrate_options& o) {
     cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
   const std::string html =
       calibrate::html_report(records, cal, "headroom report: " + std::to_string(records.size()) + " records");
-  probes::write_new_file(o.out, html, o.force);
+  probes::write_new_file(o.out, html, o.force, &std::cout);
   std::cout << "headroom report: " << records.size() << " records -> " << o.out << "\n";
   for (const auto& s : skipped) std::cout << "  not read: " << s << "\n";
   return exit_fits;

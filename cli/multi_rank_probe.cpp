@@ -183,7 +183,7 @@ int run_multi_rank_probe(const probe_options& o, const launch_info& li) {
     mine.stage = coords.pp;
     if (li.rank == 0) {
       // Rank 0 writes every file: refuse a target now, before any rank does the work.
-      output_set pre(o.force);
+      output_set pre(o.force, &std::cout);
       pre.expect(o.json_out);
       if (o.json_out != "-")
         for (int r = 0; r < li.size && !o.json_out.empty(); ++r)
@@ -268,23 +268,8 @@ int run_multi_rank_probe(const probe_options& o, const launch_info& li) {
     try {
       const step_trace t = build_trace(p, l, coords.pp);
       const stage_breakdown& predicted = b->stages[static_cast<std::size_t>(coords.pp)];
-      std::unique_ptr<block_checker> checker = target->make_checker ? target->make_checker() : nullptr;
-      case_options co;
-      co.checker = checker.get();
-      co.sample_device = target->gpu != nullptr;
-      co.cleanup_slack = target->gpu ? target->gpu->cleanup_slack() : 0;
-      case_result c = run_case(t, target->dev(), target->make_allocator, co);
-      if (target->sim) c.replayed.device_peak = target->sim->peak_used();
-      measurement m =
-          measure(t, predicted, c.replayed, target->backend(), target->dev().describe(), c.allocator);
-      if (target->gpu) {
-        m.truth = target->gpu->truth();
-        m.cleanup = c.cleanup;
-        m.pool = c.pool;
-        std::int64_t total = 0;
-        for (const auto& g : nccl) total += g.total();
-        if (!nccl.empty()) m.nccl_bytes = total;
-      }
+      auto [c, m] = run_on_target(*target, t, predicted, false);
+      m.nccl_bytes = nccl_total(nccl);
       nlohmann::json rec = measurement_to_json(m, case_inputs(o, p, l), environment_of(o, &*target));
       rec["rank"] = rank_block(li, l, coords, nccl, nccl_note);
       mine.record = rec;
@@ -323,7 +308,7 @@ int run_multi_rank_probe(const probe_options& o, const launch_info& li) {
   if (mine.record && mine.record->contains("environment")) env = (*mine.record)["environment"];
   int status = s.exit_status();
   try {
-    output_set outs(o.force);
+    output_set outs(o.force, &std::cout);
     if (!o.json_out.empty()) {
       outs.add(o.json_out, summary_to_json(s, li, inputs, env).dump(2) + "\n");
       if (o.json_out != "-")
@@ -353,8 +338,11 @@ int run_multi_rank_probe(const probe_options& o, const launch_info& li) {
     // The ranks that never answered may be hung: end them all, with the status that says so.
     std::cerr << "headroom: " << s.missing.size() << " rank(s) did not answer within " << o.rank_timeout_s
               << " s; ending the run\n";
-    std::cerr.flush();
-    tr->abort(exit_device_failed);
+    // Leaving without MPI_Finalize (no destructors) and with a non-zero status makes the launcher end every
+    // other rank (mpirun and srun both do). MPI_Abort would too, but OpenMPI 4.1's mpirun was seen to hang or
+    // crash tearing the job down while a rank sat in a sleep on a loaded 2-core machine; the exit never did.
+    std::fflush(nullptr);
+    std::_Exit(exit_device_failed);
   }
   return status;
 }

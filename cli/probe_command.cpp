@@ -57,10 +57,6 @@ int stage_of(const probe_options& o, const breakdown& b) {
   return *o.stage;
 }
 
-void emit(const std::string& path, const std::string& text, bool force) {
-  write_new_file(path, text, force);
-}
-
 std::string row(const std::string& what, const std::string& predicted, const std::string& replayed,
                 const std::string& note = "") {
   char buf[160];
@@ -154,7 +150,7 @@ int run_overheads(const probe_options& o, const problem& p, const layout& l) {
   if (!o.json_out.empty()) {
     nlohmann::json inputs = inputs_json(p);
     inputs["layout"] = axes_string(l);
-    emit(o.json_out, overheads_to_json(r, inputs, env).dump(2) + "\n", o.force);
+    write_new_file(o.json_out, overheads_to_json(r, inputs, env).dump(2) + "\n", o.force, &std::cout);
     if (o.json_out == "-") return exit_fits;
   }
   std::ostringstream out;
@@ -229,7 +225,7 @@ int run_max_fit(const probe_options& o, problem p, const layout& l, const cachin
     j["replayed"] = search_json(r.replayed);
     j["predicted_verdict"] = search_json(r.predicted_verdict);
     j["predicted_step_peak"] = search_json(r.predicted_peak);
-    emit(o.json_out, j.dump(2) + "\n", o.force);
+    write_new_file(o.json_out, j.dump(2) + "\n", o.force, &std::cout);
     if (o.json_out == "-") return r.replayed.largest ? exit_fits : exit_does_not_fit;
   }
   std::ostringstream out;
@@ -319,7 +315,7 @@ int run_context_probe() {
 int run_trace(const probe_options& o) {
   const problem p = problem_from(o.problem);
   const breakdown b = estimate(p, layout_from(o.problem));
-  output_set outs(o.force);
+  output_set outs(o.force, &std::cout);
   outs.expect(o.json_out);
   const step_trace t = build_trace(p, b.where, stage_of(o, b));
   if (!o.json_out.empty()) {
@@ -354,7 +350,7 @@ int run_probe(const probe_options& o) {
   if (!o.snapshot_file.empty()) return run_snapshot_probe(o);
   if (o.what_if) throw bad_input("what-if", "applies to --snapshot");
   // Every output is checked before any work: a refused target must not cost a GPU run first.
-  output_set outs(o.force);
+  output_set outs(o.force, &std::cout);
   outs.expect(o.json_out);
   outs.expect(o.timeline_out);
   problem p = problem_from(o.problem);
@@ -397,22 +393,8 @@ int run_probe(const probe_options& o) {
 
   std::optional<touch_throughput> throughput;
   if (target->gpu) throughput = target->gpu->measure_throughput(throughput_bytes);
-  std::unique_ptr<block_checker> checker = target->make_checker ? target->make_checker() : nullptr;
-  case_options co;
-  co.record_timeline = !o.timeline_out.empty();
-  co.checker = checker.get();
-  co.sample_device = target->gpu != nullptr;
-  co.cleanup_slack = target->gpu ? target->gpu->cleanup_slack() : 0;
-  const std::int64_t sim_peak_before = target->sim ? target->sim->peak_used() : 0;
-  case_result c = run_case(t, target->dev(), target->make_allocator, co);
-  if (target->sim) c.replayed.device_peak = target->sim->peak_used() - sim_peak_before;
-  measurement m = measure(t, predicted, c.replayed, target->backend(), target->dev().describe(), c.allocator);
-  if (target->gpu) {
-    m.truth = target->gpu->truth();
-    m.throughput = throughput;
-    m.cleanup = c.cleanup;
-    m.pool = c.pool;
-  }
+  auto [c, m] = run_on_target(*target, t, predicted, !o.timeline_out.empty());
+  m.throughput = throughput;
   const environment env = environment_of(o, &*target);
   const bool verify_failed = c.replayed.verified && !c.replayed.verified->ok();
 

@@ -68,6 +68,28 @@ std::optional<probe_target> open_target(const probe_options& o, const caching_op
   return t;
 }
 
+target_run run_on_target(probe_target& target, const step_trace& t, const stage_breakdown& predicted,
+                         bool record_timeline) {
+  std::unique_ptr<block_checker> checker = target.make_checker ? target.make_checker() : nullptr;
+  case_options co;
+  co.record_timeline = record_timeline;
+  co.checker = checker.get();
+  co.sample_device = target.gpu != nullptr;
+  co.cleanup_slack = target.gpu ? target.gpu->cleanup_slack() : 0;
+  const std::int64_t sim_peak_before = target.sim ? target.sim->peak_used() : 0;
+  target_run r;
+  r.replayed = run_case(t, target.dev(), target.make_allocator, co);
+  if (target.sim) r.replayed.replayed.device_peak = target.sim->peak_used() - sim_peak_before;
+  r.m = measure(t, predicted, r.replayed.replayed, target.backend(), target.dev().describe(),
+                r.replayed.allocator);
+  if (target.gpu) {
+    r.m.truth = target.gpu->truth();
+    r.m.cleanup = r.replayed.cleanup;
+    r.m.pool = r.replayed.pool;
+  }
+  return r;
+}
+
 environment environment_of(const probe_options& o, const probe_target* t) {
   environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, std::nullopt};
   if (t && t->gpu) env.gpu = t->gpu->environment();

@@ -42,6 +42,18 @@ struct probe_target {
 std::optional<probe_target> open_target(const probe_options& o, const probes::caching_options& copt,
                                         problem& p);
 
+// One step trace replayed on a target: the case and its measurement.
+struct target_run {
+  probes::case_result replayed;
+  probes::measurement m;
+};
+
+// Replays `t` on `target` through its allocator (fill and verify on a GPU; the driver's device-used sampled)
+// and measures it against `predicted`: on a GPU the record gets the driver's view, the cleanup check and the
+// pool's high-water marks. Throws device_error when the device fails.
+target_run run_on_target(probe_target& target, const probes::step_trace& t, const stage_breakdown& predicted,
+                         bool record_timeline);
+
 // Returns the tool and GPU stack a record carries.
 probes::environment environment_of(const probe_options& o, const probe_target* t);
 

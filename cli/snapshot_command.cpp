@@ -51,7 +51,7 @@ CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
 }
 
 int run_snapshot(const snapshot_options& o) {
-  output_set outs(o.force);
+  output_set outs(o.force, &std::cout);
   outs.expect(o.json_out);
   outs.expect(o.trace_out);
   const torch_snapshot s = load_snapshot(o.file);

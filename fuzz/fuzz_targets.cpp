@@ -52,10 +52,6 @@ void attempt(F&& f) {
   }
 }
 
-bool wants(std::string_view target, std::string_view reader) {
-  return target == reader || target == "all";
-}
-
 void fuzz_snapshot(std::string_view bytes) {
   using namespace probes;
   try {
@@ -84,8 +80,10 @@ const std::vector<std::string>& fuzz_target_names() {
 
 int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  if (wants(target, "snapshot")) fuzz_snapshot(bytes);
-  if (target == "snapshot") return 0;
+  if (target == "snapshot") {
+    fuzz_snapshot(bytes);
+    return 0;
+  }
   const std::string text(bytes);
   nlohmann::json j;
   try {
@@ -93,7 +91,7 @@ int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size
   } catch (const bad_input&) {
     return 0;
   }
-  if (wants(target, "model"))
+  if (target == "model")
     attempt([&] {
       problem p = default_problem(model_from_json(j, "fuzz"));
       layout l;
@@ -101,16 +99,16 @@ int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size
       l.zero = 3;
       if (!layout_error(p, l)) check_plan(p, l);
     });
-  if (wants(target, "recipe")) attempt([&] { recipe_from_json(j, "fuzz"); });
-  if (wants(target, "hf_config")) attempt([&] { model_from_hf_config(j, "fuzz"); });
-  if (wants(target, "problem"))
+  if (target == "recipe") attempt([&] { recipe_from_json(j, "fuzz"); });
+  if (target == "hf_config") attempt([&] { model_from_hf_config(j, "fuzz"); });
+  if (target == "problem")
     attempt([&] {
       if (!j.is_object() || !j.contains("problem") || !j.contains("layout")) return;
       const problem p = problem_from_json(j["problem"], "fuzz.problem");
       const layout l = layout_from_json(j["layout"], "fuzz.layout");
       if (!layout_error(p, l)) check_plan(p, l);
     });
-  if (wants(target, "trace"))
+  if (target == "trace")
     attempt([&] {
       const probes::step_trace t = probes::trace_from_json(j, "fuzz");
       if (t.events.size() > 100000) return;
@@ -119,8 +117,8 @@ int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size
       const auto r = probes::replay(t, a, false);
       require(r.requested.bytes >= 0 && r.reserved.bytes >= r.allocated.bytes - 0);
     });
-  if (wants(target, "measurement")) attempt([&] { probes::measurement_from_json(j, "fuzz"); });
-  if (wants(target, "calibration")) attempt([&] { calibrate::calibration_from_json(j, "fuzz"); });
+  if (target == "measurement") attempt([&] { probes::measurement_from_json(j, "fuzz"); });
+  if (target == "calibration") attempt([&] { calibrate::calibration_from_json(j, "fuzz"); });
   return 0;
 }
 

@@ -15,7 +15,8 @@ namespace headroom::fuzz {
 // measurement (record), calibration, snapshot (PyTorch pickle or JSON).
 const std::vector<std::string>& fuzz_target_names();
 
-// Feeds `size` bytes to reader `target` ("all": every reader). Returns 0; a violated invariant aborts.
+// Feeds `size` bytes to reader `target` (a name from fuzz_target_names()). Returns 0; a violated invariant
+// aborts.
 int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size);
 
 }  // namespace headroom::fuzz

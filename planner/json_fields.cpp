@@ -17,9 +17,7 @@ std::string shown(const nlohmann::json& v) {
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
-}  // namespace
 
-namespace {
 std::string where(const std::string& origin, const std::string& key) {
   return origin.empty() ? key : origin + "." + key;
 }

@@ -19,7 +19,7 @@ const char* to_string(grid_axis a) {
   return "?";
 }
 
-int rank_coords::along(grid_axis a) const {
+int& rank_coords::along(grid_axis a) {
   switch (a) {
     case grid_axis::tp:
       return tp;
@@ -30,7 +30,7 @@ int rank_coords::along(grid_axis a) const {
     case grid_axis::pp:
       return pp;
   }
-  return 0;
+  return pp;  // unreachable: every axis is named above
 }
 
 int axis_size(const layout& l, grid_axis a) {
@@ -76,20 +76,7 @@ std::vector<int> group_of(const layout& l, int rank, grid_axis a) {
   std::vector<int> g;
   for (int i = 0; i < axis_size(l, a); ++i) {
     rank_coords c = me;
-    switch (a) {
-      case grid_axis::tp:
-        c.tp = i;
-        break;
-      case grid_axis::cp:
-        c.cp = i;
-        break;
-      case grid_axis::dp:
-        c.dp = i;
-        break;
-      case grid_axis::pp:
-        c.pp = i;
-        break;
-    }
+    c.along(a) = i;
     g.push_back(rank_at(l, c));
   }
   return g;

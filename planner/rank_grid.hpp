@@ -17,8 +17,9 @@ const char* to_string(grid_axis a);
 struct rank_coords {
   int rank = 0;
   int tp = 0, cp = 0, dp = 0, pp = 0;  // this rank's index along each axis
-  // Returns the index along `a`.
-  int along(grid_axis a) const;
+  // Returns the index along `a` (writable: the coordinates of a neighbour are this with one index changed).
+  int along(grid_axis a) const { return const_cast<rank_coords*>(this)->along(a); }
+  int& along(grid_axis a);
 };
 
 // Returns the coordinates of world rank `rank` of `l` (0 <= rank < l.gpus). Throws bad_input when the rank

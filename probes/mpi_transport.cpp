@@ -4,8 +4,6 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <thread>
 
 #include "rank_transport.hpp"
@@ -97,14 +95,6 @@ class mpi_transport final : public rank_transport {
       if (!progress) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return out;
-  }
-
-  [[noreturn]] void abort(int exit_status) override {
-    // Leaving without MPI_Finalize and with a non-zero status makes the launcher end every other rank
-    // (mpirun and srun both do). MPI_Abort would too, but OpenMPI 4.1's mpirun was seen to hang or crash
-    // while a rank sat in a sleep when it was called on a loaded 2-core machine; the exit never did.
-    std::fflush(nullptr);
-    std::_Exit(exit_status);
   }
 
  private:

@@ -9,6 +9,21 @@
 
 namespace headroom::probes {
 
+namespace {
+
+nlohmann::json coords_json(const rank_coords& c) {
+  return {{"tp", c.tp}, {"cp", c.cp}, {"dp", c.dp}, {"pp", c.pp}};
+}
+
+}  // namespace
+
+std::optional<std::int64_t> nccl_total(const std::vector<nccl_group_memory>& nccl) {
+  if (nccl.empty()) return std::nullopt;
+  std::int64_t total = 0;
+  for (const auto& g : nccl) total += g.total();
+  return total;
+}
+
 nlohmann::json rank_block(const launch_info& li, const layout& l, const rank_coords& c,
                           const std::vector<nccl_group_memory>& nccl, const std::string& nccl_note) {
   nlohmann::json groups = nlohmann::json::array();
@@ -21,19 +36,18 @@ nlohmann::json rank_block(const launch_info& li, const layout& l, const rank_coo
                       {"init_bytes", g.init_bytes ? nlohmann::json(*g.init_bytes) : nlohmann::json(nullptr)},
                       {"first_collective_bytes",
                        g.collective_bytes ? nlohmann::json(*g.collective_bytes) : nlohmann::json(nullptr)}});
-  std::int64_t total = 0;
-  for (const auto& g : nccl) total += g.total();
+  const auto total = nccl_total(nccl);
   return {{"rank", li.rank},
           {"world_size", li.size},
           {"local_rank", li.local_rank},
           {"launcher", li.launcher},
           {"hostname", li.hostname},
           {"order", "tp-cp-dp-pp (Megatron-LM's default, tp fastest)"},
-          {"coordinates", {{"tp", c.tp}, {"cp", c.cp}, {"dp", c.dp}, {"pp", c.pp}}},
+          {"coordinates", coords_json(c)},
           {"sizes", {{"tp", l.tp}, {"cp", l.cp}, {"dp", l.dp()}, {"pp", l.pp}}},
           {"nccl",
            {{"groups", groups},
-            {"total_bytes", nccl.empty() ? nlohmann::json(nullptr) : nlohmann::json(total)},
+            {"total_bytes", total ? nlohmann::json(*total) : nlohmann::json(nullptr)},
             {"note", nccl_note}}}};
 }
 
@@ -156,8 +170,7 @@ nlohmann::json summary_to_json(const rank_summary& s, const launch_info& li, con
     rows.push_back(
         {{"rank", r.rank},
          {"hostname", r.hostname},
-         {"coordinates",
-          {{"tp", r.coords.tp}, {"cp", r.coords.cp}, {"dp", r.coords.dp}, {"pp", r.coords.pp}}},
+         {"coordinates", coords_json(r.coords)},
          {"stage", r.stage},
          {"answered", r.answered},
          {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},

@@ -22,6 +22,10 @@ namespace headroom::probes {
 
 inline constexpr const char* multi_rank_schema = "headroom.multi_rank/1";
 
+// Returns the bytes of every communicator a rank joined (init + first collective), nullopt when it joined
+// none (the sim backend).
+std::optional<std::int64_t> nccl_total(const std::vector<nccl_group_memory>& nccl);
+
 // Returns the "rank" block of a rank's record: world rank and size, local rank, launcher, host,
 // coordinates, and the NCCL communicators it joined with their memory (empty on the sim backend).
 nlohmann::json rank_block(const launch_info& li, const layout& l, const rank_coords& c,

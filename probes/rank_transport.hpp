@@ -34,9 +34,6 @@ class rank_transport {
   // deadline; the other ranks send theirs and return an empty vector (rank_timeout if rank 0 never took it).
   virtual std::vector<std::optional<std::string>> gather(const std::string& mine,
                                                          std::chrono::milliseconds timeout) = 0;
-  // Ends the run after a timeout: this process exits with `exit_status` without finalising, and the launcher
-  // stops the ranks that did not answer. Does not return.
-  [[noreturn]] virtual void abort(int exit_status) = 0;
 };
 
 // Returns the transport of a world of one rank: every exchange returns this rank's own message. Needs no MPI,

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <stdexcept>
 
 #include "planner/errors.hpp"
@@ -31,6 +30,8 @@ void check_output_target(const std::string& path, bool overwrite) {
 
 void output_set::expect(const std::string& path) {
   if (path.empty()) return;
+  if (path == "-" && !standard_output_)
+    throw bad_input("output", "'-' (standard output) is not available for this output");
   if (std::find(expected_.begin(), expected_.end(), path) != expected_.end())
     throw bad_input("output", path == "-" ? "only one output can go to standard output ('-')"
                                           : "'" + path + "' is named for two outputs");
@@ -101,14 +102,15 @@ void output_set::commit() {
   }
   for (const auto& p : pending_)
     if (p.path == "-") {
-      p.write(std::cout);
-      std::cout.flush();
+      p.write(*standard_output_);
+      standard_output_->flush();
     }
   pending_.clear();
 }
 
-void write_new_file(const std::string& path, const std::string& text, bool overwrite) {
-  output_set s(overwrite);
+void write_new_file(const std::string& path, const std::string& text, bool overwrite,
+                    std::ostream* standard_output) {
+  output_set s(overwrite, standard_output);
   s.add(path, text);
   s.commit();
 }

@@ -22,13 +22,15 @@ class output_error : public std::runtime_error {
 // output) always may.
 void check_output_target(const std::string& path, bool overwrite);
 
-// The outputs of one command, written all or nothing. "-" means standard output, for every output option
-// alike; at most one output may be "-", and no two may name the same file.
+// The outputs of one command, written all or nothing. "-" means the stream the caller gives as standard
+// output (the CLI's std::cout), for every output option alike; at most one output may be "-", and no two may
+// name the same file. Without a stream, "-" is refused.
 class output_set {
  public:
   using writer = std::function<void(std::ostream&)>;
 
-  explicit output_set(bool overwrite) : overwrite_(overwrite) {}
+  explicit output_set(bool overwrite, std::ostream* standard_output = nullptr)
+      : overwrite_(overwrite), standard_output_(standard_output) {}
 
   // Checks `path` now (see check_output_target; also a second "-" or a repeated file) so that a refused
   // target is reported before any work is done. An empty path is no output and is ignored.
@@ -49,11 +51,13 @@ class output_set {
     writer write;
   };
   bool overwrite_;
+  std::ostream* standard_output_;
   std::vector<std::string> expected_;
   std::vector<pending> pending_;
 };
 
-// Writes `text` to `path` atomically: an output_set of one.
-void write_new_file(const std::string& path, const std::string& text, bool overwrite);
+// Writes `text` to `path` atomically: an output_set of one ("-": `standard_output`, when given).
+void write_new_file(const std::string& path, const std::string& text, bool overwrite,
+                    std::ostream* standard_output = nullptr);
 
 }  // namespace headroom::probes

@@ -1,7 +1,4 @@
 // solo_transport.cpp: the rank transport of a world of one rank (see rank_transport.hpp).
-#include <cstdio>
-#include <cstdlib>
-
 #include "rank_transport.hpp"
 
 namespace headroom::probes {
@@ -12,13 +9,12 @@ class solo_transport final : public rank_transport {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  std::vector<std::string> all_gather(const std::string& mine, std::chrono::milliseconds) override { return {mine}; }
-  std::vector<std::optional<std::string>> gather(const std::string& mine, std::chrono::milliseconds) override {
+  std::vector<std::string> all_gather(const std::string& mine, std::chrono::milliseconds) override {
     return {mine};
   }
-  [[noreturn]] void abort(int exit_status) override {
-    std::fflush(nullptr);
-    std::_Exit(exit_status);
+  std::vector<std::optional<std::string>> gather(const std::string& mine,
+                                                 std::chrono::milliseconds) override {
+    return {mine};
   }
 };
 

@@ -91,11 +91,18 @@ TEST(ResultsFile, OutputsOfOneCommandAreAllOrNothing) {
   }
   // One convention: "-" is standard output for every output, and only one output may take it.
   {
-    output_set s(false);
+    std::ostringstream standard_output;
+    output_set s(false, &standard_output);
     s.expect("-");
     EXPECT_TRUE(s.to_stdout());
     EXPECT_THROW(s.expect("-"), bad_input);
     EXPECT_THROW(s.expect(b), bad_input);  // exists, no --force
+    s.add("-", "to the caller's stream\n");
+    s.commit();
+    EXPECT_EQ(standard_output.str(), "to the caller's stream\n");
+    // Library code never writes to the process's standard output on its own: without a stream, "-" is
+    // refused.
+    EXPECT_THROW(output_set(false).expect("-"), bad_input);
   }
   {
     output_set s(true);
