@@ -100,6 +100,9 @@ int run_snapshot(const snapshot_options& o) {
     out << "  " << (d.cold ? "cold" : "warm") << ": " << d.cold_why << "\n";
     if (d.live_before)
       out << "  alive before recording: " << d.live_before << " blocks, " << mib(d.live_before_bytes) << "\n";
+    if (!d.cold)
+      out << "  state at the start: "
+          << (d.start_reconstructed ? d.start_why : "not reconstructed (" + d.start_why + ")") << "\n";
     out << "  peak requested   " << mib(d.peak_requested) << " at event " << d.peak_requested_event << "\n";
     out << "  peak reserved    " << mib(d.peak_reserved) << " at event " << d.peak_reserved_event
         << (d.reserved_from_events ? " (from segment events)"
@@ -137,7 +140,9 @@ int run_snapshot(const snapshot_options& o) {
     out << "trace of device " << o.device << " written to " << o.trace_out << " (" << t->trace.events.size()
         << " events"
         << (t->approximate ? "; warm: the blocks alive before recording are allocated first, approximate"
-                           : "")
+            : t->cold      ? ""
+                           : "; warm: the blocks alive before recording are allocated first; `probe "
+                             "--snapshot` starts from the reconstructed state instead")
         << ")\n";
   }
   if (!o.json_out.empty()) {
@@ -184,8 +189,15 @@ int run_snapshot_probe(const probe_options& o) {
   const snapshot_replay r = replay_snapshot(s, t, copt, capacity, same_settings);
   std::ostringstream out;
   out << "headroom probe --snapshot " << o.snapshot_file << ": device " << t.device << ", "
-      << (t.cold ? "cold trace" : "warm trace (the state before recording is reconstructed: approximate)")
-      << ", " << t.trace.events.size() << " events\n";
+      << (t.cold ? "cold trace" : "warm trace") << ", " << t.trace.events.size() << " events\n";
+  if (!t.cold)
+    out << (t.start.reconstructed ? "state at the start: " + t.start.why +
+                                        (r.from_start_state ? "; the replay starts there"
+                                                            : "; not used under other settings: the blocks "
+                                                              "alive then are allocated first (approximate)")
+                                  : "state at the start not reconstructed (" + t.start.why +
+                                        "): the blocks alive then are allocated first (approximate)")
+        << "\n";
   out << "real: measured by PyTorch on the recording GPU; emulated: headroom's " << r.settings << "\n";
   out << "capacity: " << capacity_from << "\n\n";
   char line[160];
@@ -205,7 +217,7 @@ int run_snapshot_probe(const probe_options& o) {
       out << "\n" << r.divergence << "\n";
     else
       out << "\nagrees: every segment and every block address as the real allocator's"
-          << (t.cold ? "" : " (approximate: warm trace)") << "\n";
+          << (r.from_start_state ? ", from the reconstructed start" : "") << "\n";
   } else {
     out << "settings differ from the recorded ones: the real trace is not compared\n";
     std::snprintf(line, sizeof line, "%-22s %18s\n", "reserved peak", mib(r.peak_reserved).c_str());
@@ -221,16 +233,22 @@ int run_snapshot_probe(const probe_options& o) {
         << " requested)\n";
   if (o.what_if) {
     out << "\nwhat if (the same sequence under other settings, emulated):\n";
-    std::snprintf(line, sizeof line, "%-28s %16s %10s %26s\n", "setting", "reserved peak", "maps",
-                  "least capacity that runs");
+    std::snprintf(line, sizeof line, "%-28s %16s %10s %26s%s\n", "setting", "reserved peak", "maps",
+                  "least capacity that runs", t.cold ? "" : "  start");
     out << line;
     for (const auto& row : what_if(s, t, capacity)) {
-      std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s\n", row.setting.c_str(),
+      std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s%s\n", row.setting.c_str(),
                     mib(row.replayed.peak_reserved).c_str(),
                     static_cast<long long>(row.replayed.segments_created),
-                    row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity");
+                    row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity",
+                    t.cold                          ? ""
+                    : row.replayed.from_start_state ? "  reconstructed"
+                                                    : "  alive blocks allocated first");
       out << line;
     }
+    if (!t.cold)
+      out << "(a warm trace starts from the reconstructed state only under the recorded settings: another "
+             "policy would have left other segments; \"maps\" counts the segments mapped in the window)\n";
   }
   std::cout << out.str();
   if (r.oom_event) return exit_does_not_fit;

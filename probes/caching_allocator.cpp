@@ -131,6 +131,55 @@ std::optional<std::int32_t> caching_allocator::map_segment(bool small, std::int6
   return new_block(b);
 }
 
+std::optional<std::vector<std::int64_t>> caching_allocator::adopt_segment(
+    bool small, std::int64_t stream, const std::vector<adopted_block>& blocks) {
+  if (m_options.expandable_segments)
+    throw bad_input("adopt", "a starting state is adopted only without expandable segments");
+  if (blocks.empty()) throw bad_input("adopt", "a segment needs at least one block");
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const auto& b = blocks[i];
+    if (b.size <= 0 || b.size % min_block != 0)
+      throw bad_input("adopt",
+                      "a block of " + std::to_string(b.size) + " bytes (not a positive multiple of 512)");
+    if (b.allocated && (b.requested < 0 || b.requested > b.size))
+      throw bad_input("adopt", "an allocated block of " + std::to_string(b.size) + " bytes requested " +
+                                   std::to_string(b.requested));
+    if (i > 0 && !b.allocated && !blocks[i - 1].allocated)
+      throw bad_input("adopt", "two free blocks side by side (the allocator merges them)");
+    total += b.size;
+  }
+  const auto base = m_dev.map(total);
+  if (!base) return std::nullopt;
+  m_stats.reserved += total;
+  ++m_stats.segments;
+  std::vector<std::int64_t> handles;
+  std::int32_t prev = -1;
+  std::uint64_t at = *base;
+  for (const auto& ab : blocks) {
+    block b;
+    b.address = at;
+    b.size = ab.size;
+    b.small = small;
+    b.stream = stream;
+    b.prev = prev;
+    b.allocated = ab.allocated;
+    b.requested = ab.allocated ? ab.requested : 0;
+    const std::int32_t id = new_block(b);
+    if (prev >= 0) m_blocks[static_cast<std::size_t>(prev)].next = id;
+    if (ab.allocated) {
+      m_stats.allocated += ab.size;
+      m_stats.requested += ab.requested;
+      handles.push_back(id);
+    } else {
+      insert_free(id);
+    }
+    prev = id;
+    at += static_cast<std::uint64_t>(ab.size);
+  }
+  return handles;
+}
+
 std::optional<std::int32_t> caching_allocator::grow_expandable(bool small, std::int64_t size) {
   expandable& e = small ? m_exp_small : m_exp_large;
   std::int64_t have = 0;

@@ -44,6 +44,22 @@ class caching_allocator final : public allocator {
   const allocator_stats& stats() const override { return m_stats; }
   std::string describe() const override;
 
+  // One block of a segment handed over by adopt_segment: its bytes, whether it is allocated, and for an
+  // allocated block the bytes its user requested.
+  struct adopted_block {
+    std::int64_t size = 0;
+    bool allocated = false;
+    std::int64_t requested = 0;
+  };
+  // Takes over a segment the real allocator already held when a replay begins (a warm snapshot's starting
+  // state): maps the blocks' total bytes on the device, lays the blocks out in order from the address the
+  // device returns, caches the free ones for `stream`, and counts the allocated ones as live. Returns the
+  // handles of the allocated blocks in order, or nullopt when the device refuses the segment. Throws
+  // bad_input for blocks that cannot form a segment (none, a non-positive or unaligned size, two free
+  // blocks side by side), and with expandable segments (their ranges are not adopted).
+  std::optional<std::vector<std::int64_t>> adopt_segment(bool small, std::int64_t stream,
+                                                         const std::vector<adopted_block>& blocks);
+
   // Returns every cached segment that holds no live block to the device (torch.cuda.empty_cache()), and
   // with expandable segments the free pages at the end of each range.
   void empty_cache() override;

@@ -261,6 +261,10 @@ std::string top_user_frame(const pdoc& doc, std::uint32_t frames) {
 
 namespace {
 
+std::string mib_text(std::int64_t b) {
+  return trim(static_cast<double>(b) / static_cast<double>(mib), 2) + " MiB";
+}
+
 // Blocks alive before the window of a trace: (address -> requested bytes), from frees of blocks the window
 // never allocated and from allocated blocks of the final segments the window never allocated.
 std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s, int device) {
@@ -347,6 +351,16 @@ snap_summary summarise(const torch_snapshot& s) {
     const auto before = live_before_window(s, d.device);
     d.live_before = before.size();
     for (const auto& [a, b] : before) d.live_before_bytes += b;
+    // Reserved: the final segments less what the window's segment events added is what was held before.
+    std::int64_t seg_delta = 0;
+    for (const auto& e : ev) {
+      if (e.action == snap_action::segment_alloc || e.action == snap_action::segment_map) seg_delta += e.size;
+      if (e.action == snap_action::segment_free || e.action == snap_action::segment_unmap)
+        seg_delta -= e.size;
+    }
+    std::int64_t device_final = 0;
+    for (const auto& g : s.segments)
+      if (g.device == d.device) device_final += g.total_size;
     if (segment_events == 0) {
       d.cold = false;
       d.cold_why = "no segment events: recording began after the allocator had its segments";
@@ -357,9 +371,18 @@ snap_summary summarise(const torch_snapshot& s) {
     } else if (d.live_before > 0) {
       d.cold = false;
       d.cold_why = std::to_string(d.live_before) + " blocks were alive before recording began";
+    } else if (device_final != seg_delta) {
+      d.cold = false;
+      d.cold_why = "the allocator held " + mib_text(device_final - seg_delta) +
+                   " of segments before recording began (final segments less the window's)";
     } else {
       d.cold = true;
       d.cold_why = "every block lands in a segment allocated inside the trace";
+    }
+    if (!d.cold) {
+      const auto start = reconstruct_start(s, d.device);
+      d.start_reconstructed = start.reconstructed;
+      d.start_why = start.why;
     }
     // Requested over the trace (alloc adds, the completed free subtracts), starting from what was alive.
     const bool completions = has_completions(ev);
@@ -368,16 +391,6 @@ snap_summary summarise(const torch_snapshot& s) {
     std::map<std::uint64_t, std::int64_t> live_bytes;  // address -> bytes, for the largest at the peak
     for (const auto& [a, b] : before) live_bytes[a] = b;
     d.peak_requested = requested;
-    // Reserved: starts at the final reserved minus what the window's segment events added.
-    std::int64_t seg_delta = 0;
-    for (const auto& e : ev) {
-      if (e.action == snap_action::segment_alloc || e.action == snap_action::segment_map) seg_delta += e.size;
-      if (e.action == snap_action::segment_free || e.action == snap_action::segment_unmap)
-        seg_delta -= e.size;
-    }
-    std::int64_t device_final = 0;
-    for (const auto& g : s.segments)
-      if (g.device == d.device) device_final += g.total_size;
     d.reserved_from_events = segment_events > 0;
     std::int64_t reserved = d.reserved_from_events ? device_final - seg_delta : device_final;
     if (d.cold) reserved = 0;
@@ -460,6 +473,135 @@ snap_summary summarise(const torch_snapshot& s) {
   return out;
 }
 
+start_state reconstruct_start(const torch_snapshot& s, int device) {
+  start_state out;
+  if (device < 0 || static_cast<std::size_t>(device) >= s.devices.size()) {
+    out.why = "no device " + std::to_string(device) + " in the snapshot";
+    return out;
+  }
+  const auto& ev = s.devices[static_cast<std::size_t>(device)];
+  auto fail = [&](const std::string& why) {
+    out = start_state{};
+    out.why = why;
+    return out;
+  };
+  if (s.settings.expandable_segments)
+    return fail("recorded with expandable segments (ranges are not undone)");
+  struct seg {
+    std::int64_t size = 0, stream = 0;
+    bool small = false;
+  };
+  struct live {
+    std::int64_t size = 0, requested = 0, stream = 0;
+    bool inferred = false;
+  };
+  std::map<std::uint64_t, seg> segs;
+  std::map<std::uint64_t, live> blocks;
+  for (const auto& g : s.segments) {
+    if (g.device != device) continue;
+    if (g.expandable) return fail("the final segments include an expandable one");
+    segs[g.address] = {g.total_size, g.stream, g.small};
+    for (const auto& b : g.blocks)
+      if (b.allocated) blocks[b.address] = {b.size, b.requested, g.stream, false};
+  }
+  const bool completions = has_completions(ev);
+  auto at = [](std::size_t i) { return "event " + std::to_string(i) + ": "; };
+  for (std::size_t k = ev.size(); k-- > 0;) {
+    const auto& e = ev[k];
+    switch (e.action) {
+      case snap_action::alloc: {
+        auto it = blocks.find(e.addr);
+        if (it == blocks.end())
+          return fail(at(k) + "allocates " + std::to_string(e.addr) + ", which is not alive after it");
+        blocks.erase(it);
+        break;
+      }
+      case snap_action::free_requested:
+      case snap_action::free_completed:
+        if ((e.action == snap_action::free_completed) != completions) break;
+        if (blocks.count(e.addr))
+          return fail(at(k) + "frees " + std::to_string(e.addr) + ", which is alive after it");
+        if (e.size <= 0) return fail(at(k) + "frees a block of " + std::to_string(e.size) + " bytes");
+        blocks[e.addr] = {caching_allocator::round_size(e.size), e.size, e.stream, true};
+        break;
+      case snap_action::segment_alloc: {
+        auto it = segs.find(e.addr);
+        if (it == segs.end() || it->second.size != e.size)
+          return fail(at(k) + "allocates a segment at " + std::to_string(e.addr) +
+                      " that is not held after it");
+        auto b = blocks.lower_bound(e.addr);
+        if (b != blocks.end() && b->first < e.addr + static_cast<std::uint64_t>(e.size))
+          return fail(at(k) + "allocates a segment that holds a block alive before it");
+        segs.erase(it);
+        break;
+      }
+      case snap_action::segment_free:
+        if (segs.count(e.addr)) return fail(at(k) + "frees a segment that is held after it");
+        segs[e.addr] = {e.size, e.stream, e.size == caching_allocator::small_buffer};
+        break;
+      case snap_action::segment_map:
+      case snap_action::segment_unmap:
+        return fail(at(k) + "expandable segments (map / unmap) are not undone");
+      default:
+        break;
+    }
+  }
+  // Lay the blocks alive at the start into the segments held then.
+  auto b = blocks.begin();
+  for (const auto& [addr, g] : segs) {
+    start_segment out_seg;
+    out_seg.address = addr;
+    out_seg.size = g.size;
+    out_seg.stream = g.stream;
+    out_seg.small = g.small;
+    if (g.size <= 0 || addr > UINT64_MAX - static_cast<std::uint64_t>(g.size))
+      return fail("a segment at " + std::to_string(addr) + " of " + std::to_string(g.size) + " bytes");
+    const std::uint64_t end = addr + static_cast<std::uint64_t>(g.size);
+    if (b != blocks.end() && b->first < addr)
+      return fail("block " + std::to_string(b->first) + " alive at the start lies in no segment held then");
+    std::uint64_t cursor = addr;
+    for (; b != blocks.end() && b->first < end; ++b) {
+      live l = b->second;
+      if (l.stream != g.stream)
+        return fail("block " + std::to_string(b->first) + " was used on stream " + std::to_string(l.stream) +
+                    ", its segment on " + std::to_string(g.stream));
+      auto nb = std::next(b);
+      const std::uint64_t limit = nb != blocks.end() && nb->first < end ? nb->first : end;
+      if (l.size <= 0 || l.size > static_cast<std::int64_t>(limit - b->first))
+        return fail("block " + std::to_string(b->first) + " of " + std::to_string(l.size) +
+                    " bytes overlaps the next block or its segment's end");
+      // A remainder PyTorch would not have split off belongs to the block.
+      const auto gap = static_cast<std::int64_t>(limit - b->first) - l.size;
+      if (l.inferred && !g.small && gap > 0 && gap <= caching_allocator::small_size) l.size += gap;
+      if (b->first > cursor)
+        out_seg.blocks.push_back({cursor, static_cast<std::int64_t>(b->first - cursor), false, 0, false});
+      out_seg.blocks.push_back({b->first, l.size, true, l.requested, l.inferred});
+      ++out.live_blocks;
+      out.inferred_sizes += l.inferred;
+      out.requested += l.requested;
+      cursor = b->first + static_cast<std::uint64_t>(l.size);
+    }
+    if (cursor < end)
+      out_seg.blocks.push_back({cursor, static_cast<std::int64_t>(end - cursor), false, 0, false});
+    for (const auto& x : out_seg.blocks)
+      if (x.size % caching_allocator::min_block != 0 || x.requested < 0 || x.requested > x.size)
+        return fail("block " + std::to_string(x.address) + " of " + std::to_string(x.size) +
+                    " bytes (requested " + std::to_string(x.requested) +
+                    ") is not one the allocator makes (512-byte multiples, request within the block)");
+    out.reserved += g.size;
+    out.segments.push_back(std::move(out_seg));
+  }
+  if (b != blocks.end())
+    return fail("block " + std::to_string(b->first) + " alive at the start lies in no segment held then");
+  out.reconstructed = true;
+  out.why = std::to_string(out.segments.size()) + " segments (" + mib_text(out.reserved) + ") and " +
+            std::to_string(out.live_blocks) + " live blocks undone from the final segments" +
+            (out.inferred_sizes ? ", " + std::to_string(out.inferred_sizes) +
+                                      " block sizes taken from their request (placement unaffected)"
+                                : std::string());
+  return out;
+}
+
 snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   if (device < 0 || static_cast<std::size_t>(device) >= s.devices.size())
     throw bad_input("device", "the snapshot has " + std::to_string(s.devices.size()) +
@@ -472,7 +614,8 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   t.layout_text = "PyTorch memory snapshot, device " + std::to_string(device);
   const auto sum = summarise(s);
   out.cold = sum.devices[static_cast<std::size_t>(device)].cold;
-  out.approximate = !out.cold;
+  if (!out.cold) out.start = reconstruct_start(s, device);
+  out.approximate = !out.cold && !out.start.reconstructed;
   std::map<std::uint64_t, std::int32_t> live;  // address -> tensor
   auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, const std::string& name,
                        std::size_t source) {
@@ -491,10 +634,20 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
     out.source_event.push_back(source);
     live[addr] = id;
   };
-  // Warm: the blocks alive before the window first, in address order.
-  if (!out.cold)
+  // Warm: the blocks alive before the window first, in address order (a replay under the recorded
+  // settings adopts the reconstructed state instead of running these).
+  if (out.start.reconstructed) {
+    for (const auto& g : out.start.segments)
+      for (const auto& b : g.blocks)
+        if (b.allocated) {
+          add_alloc(b.address, b.requested, g.stream, "alive before recording @" + std::to_string(b.address),
+                    SIZE_MAX);
+          out.start_tensor.push_back(static_cast<std::int32_t>(t.tensors.size() - 1));
+        }
+  } else if (!out.cold) {
     for (const auto& [addr, bytes] : live_before_window(s, device))
       add_alloc(addr, bytes, 0, "alive before recording @" + std::to_string(addr), SIZE_MAX);
+  }
   const bool completions = has_completions(ev);
   frame_namer names(s.doc);
   for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -589,10 +742,6 @@ class replaying_device final : public device {
   bool m_in_step = true;
 };
 
-std::string mib_text(std::int64_t b) {
-  return trim(static_cast<double>(b) / static_cast<double>(mib), 2) + " MiB";
-}
-
 }  // namespace
 
 snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& st,
@@ -615,18 +764,51 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
       pending.clear();
     }
   }
-  // Event by event only on a cold trace: a warm one starts from segments the trace does not describe.
-  const bool by_event = compare && st.cold;
-  replaying_device dev(capacity, by_event ? real : std::vector<std::pair<std::uint64_t, std::int64_t>>{});
+  // A warm trace starts from its reconstructed state under the settings it was recorded with; event by
+  // event comparison needs a known start (cold, or reconstructed).
+  const caching_options rec = recorded_options(s);
+  const bool adopt = !st.cold && st.start.reconstructed && !options.expandable_segments &&
+                     options.expandable_segments == rec.expandable_segments &&
+                     options.max_split_size == rec.max_split_size;
+  const bool by_event = compare && (st.cold || adopt);
+  std::vector<std::pair<std::uint64_t, std::int64_t>> handed;  // real addresses, in the order mapped
+  if (adopt)
+    for (const auto& g : st.start.segments) handed.push_back({g.address, g.size});
+  if (by_event) handed.insert(handed.end(), real.begin(), real.end());
+  replaying_device dev(capacity, handed);
   snapshot_replay r;
   r.capacity = capacity;
   r.compared = compare;
+  r.from_start_state = adopt;
+  std::size_t adopted_maps = 0;
   {
     caching_allocator a(dev, options);
     r.settings = a.describe();
     const step_trace& t = st.trace;
     std::vector<std::int64_t> handle(t.tensors.size(), -1);
-    for (std::size_t i = 0; i < t.events.size(); ++i) {
+    std::size_t first = 0;
+    if (adopt) {
+      std::size_t next_tensor = 0;
+      for (const auto& g : st.start.segments) {
+        std::vector<caching_allocator::adopted_block> blocks;
+        for (const auto& b : g.blocks) blocks.push_back({b.size, b.allocated, b.requested});
+        const auto got = a.adopt_segment(g.small, g.stream, blocks);
+        if (!got) {  // the state before the window does not fit this capacity
+          r.oom_event = 0;
+          r.oom_bytes = g.size;
+          break;
+        }
+        for (const auto h : *got) handle[static_cast<std::size_t>(st.start_tensor[next_tensor++])] = h;
+      }
+      adopted_maps = dev.maps.size();
+      // The leading allocs of the blocks alive before the window are the adopted state.
+      while (first < t.events.size() && st.source_event[first] == SIZE_MAX) ++first;
+      const auto& stats = a.stats();
+      r.peak_reserved = stats.reserved;
+      r.peak_allocated = stats.allocated;
+      r.peak_requested = stats.requested;
+    }
+    for (std::size_t i = first; i < t.events.size() && !r.oom_event; ++i) {
       const auto& e = t.events[i];
       const std::size_t source = st.source_event[i];
       if (e.kind == event_kind::empty_cache) {
@@ -676,13 +858,13 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
     }
     r.retries = a.stats().retries;
   }
-  r.segments_created = static_cast<std::int64_t>(dev.maps.size());
+  r.segments_created = static_cast<std::int64_t>(dev.maps.size() - adopted_maps);
   if (compare) {
     const auto sum = summarise(s);
     if (static_cast<std::size_t>(st.device) < sum.devices.size())
       r.real_peak_reserved = sum.devices[static_cast<std::size_t>(st.device)].peak_reserved;
     r.real_segments_created = static_cast<std::int64_t>(real.size());
-    if (!st.cold)
+    if (!st.cold && !adopt)
       r.divergence =
           "warm trace: compared at the reserved peak only (the segments made before recording are not "
           "in the trace; the blocks alive then are allocated first, in address order)";
@@ -752,6 +934,9 @@ nlohmann::json snapshot_record(const torch_snapshot& s, const snap_summary& sum)
                        {"cold", d.cold},
                        {"cold_why", d.cold_why},
                        {"live_before_window", {{"blocks", d.live_before}, {"bytes", d.live_before_bytes}}},
+                       {"start_state", d.cold ? nlohmann::json(nullptr)
+                                              : nlohmann::json{{"reconstructed", d.start_reconstructed},
+                                                               {"how", d.start_why}}},
                        {"peak_requested", {{"bytes", d.peak_requested}, {"event", d.peak_requested_event}}},
                        {"peak_reserved",
                         {{"bytes", d.peak_reserved},

@@ -111,6 +111,10 @@ struct snap_device_summary {
   // in the final segments without an alloc event; their requested bytes start the requested curve.
   std::size_t live_before = 0;
   std::int64_t live_before_bytes = 0;
+  // Warm: whether the allocator's state at the start was undone from the final segments, and how (or
+  // what could not be undone).
+  bool start_reconstructed = false;
+  std::string start_why;
   std::int64_t peak_requested = 0;
   std::size_t peak_requested_event = 0;
   std::vector<snap_live_block> largest_at_peak;  // at the requested peak, largest first (at most 10)
@@ -133,6 +137,37 @@ struct snap_summary {
 // Returns what the snapshot measured, device by device.
 snap_summary summarise(const torch_snapshot& s);
 
+// The allocator's state when a warm trace began, found by undoing the window's events from the final
+// segments: the segments held then (final ones, less those the window allocated, plus those it freed) and
+// the blocks alive then (final allocated ones, less those the window allocated, plus those it freed). A
+// block freed in the window has its requested bytes in the trace, not its block size: it is taken as the
+// request rounded to 512 B, grown over a following gap that PyTorch would not have split off (1 MiB or
+// less in the large pool). That guess changes no placement (a large-pool free block of 1 MiB or less can
+// serve no large request and merges back when its neighbour is freed), only the allocated bytes.
+struct start_block {
+  std::uint64_t address = 0;
+  std::int64_t size = 0;
+  bool allocated = false;
+  std::int64_t requested = 0;  // allocated blocks: the bytes requested
+  bool size_inferred = false;  // allocated blocks freed in the window: size from the request (see above)
+};
+struct start_segment {
+  std::uint64_t address = 0;
+  std::int64_t size = 0, stream = 0;
+  bool small = false;
+  std::vector<start_block> blocks;  // in address order, covering the segment, free neighbours merged
+};
+struct start_state {
+  bool reconstructed = false;  // false: `why` says what could not be undone
+  std::string why;
+  std::vector<start_segment> segments;  // in address order
+  std::size_t live_blocks = 0, inferred_sizes = 0;
+  std::int64_t reserved = 0, requested = 0;
+};
+// Returns device `device`'s state before its first recorded event. Never throws for an inconsistent
+// snapshot: it says so in `why`.
+start_state reconstruct_start(const torch_snapshot& s, int device);
+
 // One device's trace as a step trace: an alloc per alloc event (named by its top user frame), a free at
 // free_completed (free_requested when the trace has no completions), an empty_cache where the real
 // allocator freed segments outside an allocation's retry, the stream of each event, and, for a warm trace,
@@ -143,7 +178,12 @@ struct snapshot_trace {
   step_trace trace;
   std::vector<std::size_t> source_event;  // per trace event; SIZE_MAX for reconstructed warm-up allocs
   bool cold = false;
-  bool approximate = false;  // warm: the starting state is reconstructed, not known
+  // Warm: the state undone from the final segments. When reconstructed, a replay under the recorded
+  // settings adopts it instead of running the leading allocs of the blocks alive before the window; then
+  // `start_tensor` names, per allocated block of `start` in segment and address order, its trace tensor.
+  start_state start;
+  std::vector<std::int32_t> start_tensor;
+  bool approximate = false;  // warm and not reconstructed: the blocks alive before are allocated first
 };
 snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device);
 
@@ -162,10 +202,13 @@ struct snapshot_replay {
   std::optional<std::size_t> diverged_at;  // the snapshot event where the emulated segments first differ
   std::string divergence;                  // what differed there
   std::int64_t real_peak_reserved = 0, real_segments_created = 0;
+  bool from_start_state = false;  // began from the reconstructed warm state (segments_created excludes it)
 };
 
 // Replays device `device` of `s` through a caching allocator with `options` on a device of `capacity`
-// bytes; compares segment by segment with the real trace when `compare`.
+// bytes; compares segment by segment with the real trace when `compare`. A warm trace whose start was
+// reconstructed begins from that state when `options` are the recorded ones (another policy would have
+// left other segments), and is then compared event by event as a cold one is.
 snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& t,
                                 const caching_options& options, std::int64_t capacity, bool compare);
 
