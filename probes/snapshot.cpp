@@ -290,13 +290,15 @@ std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s
   return before;
 }
 
-// Returns whether event i closes a run of segment frees that no segment_alloc follows:
-// torch.cuda.empty_cache() (an allocation's out-of-memory retry frees segments and then allocates one).
+// Returns whether event i closes a run of segment frees (or expandable unmaps) that no segment_alloc (or
+// map) follows: torch.cuda.empty_cache() (an allocation's out-of-memory retry frees and then allocates).
 bool ends_empty_cache(const std::vector<snap_event>& ev, std::size_t i) {
-  if (ev[i].action != snap_action::segment_free) return false;
+  const auto a = ev[i].action;
+  if (a != snap_action::segment_free && a != snap_action::segment_unmap) return false;
   if (i + 1 == ev.size()) return true;
   const auto next = ev[i + 1].action;
-  return next != snap_action::segment_free && next != snap_action::segment_alloc;
+  return next != snap_action::segment_free && next != snap_action::segment_alloc &&
+         next != snap_action::segment_unmap && next != snap_action::segment_map;
 }
 
 bool has_completions(const std::vector<snap_event>& ev) {
@@ -693,8 +695,11 @@ namespace {
 // them, while the sizes agree; the bytes are accounted by a simulated device of the given capacity.
 class replaying_device final : public device {
  public:
-  replaying_device(std::int64_t capacity, std::vector<std::pair<std::uint64_t, std::int64_t>> real)
-      : m_sim(capacity, 2 * mib), m_real(std::move(real)) {}
+  // `ranges`: the addresses of the real trace's segment_map events; the range reserved for a pool is the
+  // first of them outside the ranges handed out already (a cold trace maps a range first at its base).
+  replaying_device(std::int64_t capacity, std::vector<std::pair<std::uint64_t, std::int64_t>> real,
+                   std::vector<std::uint64_t> ranges = {})
+      : m_sim(capacity, 2 * mib), m_real(std::move(real)), m_ranges(std::move(ranges)) {}
   std::optional<std::uint64_t> map(std::int64_t bytes) override {
     auto a = m_sim.map(bytes);
     if (!a) return std::nullopt;
@@ -712,7 +717,18 @@ class replaying_device final : public device {
     unmaps.push_back({address, bytes});
   }
   std::optional<std::uint64_t> reserve_range(std::int64_t bytes) override {
-    return m_sim.reserve_range(bytes);
+    auto a = m_sim.reserve_range(bytes);
+    if (!a || !m_in_step) return a;
+    for (const auto r : m_ranges) {
+      const bool inside = std::any_of(m_handed.begin(), m_handed.end(), [&](const auto& h) {
+        return r >= h.first && r - h.first < static_cast<std::uint64_t>(h.second);
+      });
+      if (!inside) {
+        m_handed.push_back({r, bytes});
+        return r;
+      }
+    }
+    return a;
   }
   bool map_at(std::uint64_t base, std::int64_t offset, std::int64_t bytes, std::int64_t page) override {
     if (!m_sim.map_at(base, offset, bytes, page)) return false;
@@ -738,6 +754,8 @@ class replaying_device final : public device {
  private:
   sim_device m_sim;
   std::vector<std::pair<std::uint64_t, std::int64_t>> m_real;
+  std::vector<std::uint64_t> m_ranges;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> m_handed;  // ranges handed out: base, bytes
   std::size_t m_next = 0;
   bool m_in_step = true;
 };
@@ -755,9 +773,14 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
   std::vector<std::pair<std::uint64_t, std::int64_t>> real;
   std::map<std::size_t, std::vector<std::int64_t>> real_before_alloc;
   std::vector<std::int64_t> pending;
+  // Expandable segments: each growth of a range is a segment_map, the range's base the first one mapped.
+  std::vector<std::uint64_t> real_ranges;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev[i].action == snap_action::segment_alloc) {
       real.push_back({ev[i].addr, ev[i].size});
+      pending.push_back(ev[i].size);
+    } else if (ev[i].action == snap_action::segment_map) {
+      real_ranges.push_back(ev[i].addr);
       pending.push_back(ev[i].size);
     } else if (ev[i].action == snap_action::alloc) {
       real_before_alloc[i] = pending;
@@ -775,7 +798,7 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
   if (adopt)
     for (const auto& g : st.start.segments) handed.push_back({g.address, g.size});
   if (by_event) handed.insert(handed.end(), real.begin(), real.end());
-  replaying_device dev(capacity, handed);
+  replaying_device dev(capacity, handed, by_event ? real_ranges : std::vector<std::uint64_t>{});
   snapshot_replay r;
   r.capacity = capacity;
   r.compared = compare;
@@ -863,7 +886,7 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
     const auto sum = summarise(s);
     if (static_cast<std::size_t>(st.device) < sum.devices.size())
       r.real_peak_reserved = sum.devices[static_cast<std::size_t>(st.device)].peak_reserved;
-    r.real_segments_created = static_cast<std::int64_t>(real.size());
+    r.real_segments_created = static_cast<std::int64_t>(real.size() + real_ranges.size());
     if (!st.cold && !adopt)
       r.divergence =
           "warm trace: compared at the reserved peak only (the segments made before recording are not "

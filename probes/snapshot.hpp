@@ -193,7 +193,7 @@ struct snapshot_replay {
   std::string settings;  // the policy's describe()
   std::int64_t capacity = 0;
   std::int64_t peak_reserved = 0, peak_allocated = 0, peak_requested = 0;
-  std::int64_t segments_created = 0;
+  std::int64_t segments_created = 0;  // device mappings: segments, or growths of an expandable range
   std::int64_t retries = 0;
   std::optional<std::size_t> oom_event;  // snapshot event index where the emulation ran out of memory
   std::int64_t oom_bytes = 0;

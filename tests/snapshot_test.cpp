@@ -156,6 +156,90 @@ TEST(Snapshot, WarmTraceIsReconstructedAndSaysSo) {
   EXPECT_NE(r.divergence.find("warm trace"), std::string::npos);
 }
 
+// A cold trace recorded with expandable segments, written by hand from PyTorch's rules (map_block maps whole
+// pages of 20 MiB (large pool) or 2 MiB (small) at the end of each pool's range; a release unmaps the whole
+// free pages at the end): every growth is a segment_map before the allocation that needed it, and the
+// emulation must map the same bytes at the same addresses and place every block where PyTorch did.
+TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
+  const std::int64_t M = 1 << 20;
+  const std::uint64_t L = 0x200000000000ULL, S = 0x300000000000ULL;
+  nlohmann::json events = nlohmann::json::array();
+  auto ev = [&](const char* a, std::uint64_t addr, std::int64_t size) {
+    events.push_back({{"action", a}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", 0}});
+  };
+  auto free_ = [&](std::uint64_t addr, std::int64_t size) {
+    ev("free_requested", addr, size);
+    ev("free_completed", addr, size);
+  };
+  ev("segment_map", L, 20 * M);  // the large range's first page
+  ev("alloc", L, 3 * M);
+  ev("segment_map", S, 2 * M);  // the small range's first page
+  ev("alloc", S, 500000);
+  ev("segment_map", L + 20 * M, 20 * M);  // 30 MiB needs 13 more than the 17 MiB free tail: one page
+  ev("alloc", L + 3 * M, 30 * M);
+  free_(L + 3 * M, 30 * M);
+  ev("alloc", L + 3 * M, 8 * M);  // from the free tail, no map
+  free_(L, 3 * M);
+  ev("segment_unmap", L + 20 * M, 20 * M);  // empty_cache(): the whole free page at the end
+  ev("alloc", L + 11 * M, 5 * M);           // best fit: the 9 MiB free block, not the 3 MiB one
+  nlohmann::json segs = nlohmann::json::array();
+  segs.push_back(
+      {{"device", 0},
+       {"address", L},
+       {"total_size", 20 * M},
+       {"allocated_size", 13 * M},
+       {"requested_size", 13 * M},
+       {"stream", 0},
+       {"segment_type", "large"},
+       {"is_expandable", true},
+       {"blocks",
+        {{{"address", L}, {"size", 3 * M}, {"requested_size", 0}, {"state", "inactive"}},
+         {{"address", L + 3 * M}, {"size", 8 * M}, {"requested_size", 8 * M}, {"state", "active_allocated"}},
+         {{"address", L + 11 * M}, {"size", 5 * M}, {"requested_size", 5 * M}, {"state", "active_allocated"}},
+         {{"address", L + 16 * M}, {"size", 4 * M}, {"requested_size", 0}, {"state", "inactive"}}}}});
+  segs.push_back(
+      {{"device", 0},
+       {"address", S},
+       {"total_size", 2 * M},
+       {"allocated_size", 500224},
+       {"requested_size", 500000},
+       {"stream", 0},
+       {"segment_type", "small"},
+       {"is_expandable", true},
+       {"blocks",
+        {{{"address", S}, {"size", 500224}, {"requested_size", 500000}, {"state", "active_allocated"}},
+         {{"address", S + 500224},
+          {"size", 2 * M - 500224},
+          {"requested_size", 0},
+          {"state", "inactive"}}}}});
+  const nlohmann::json j = {{"segments", segs},
+                            {"device_traces", {events}},
+                            {"allocator_settings",
+                             {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
+                              {"max_split_size", -1},
+                              {"expandable_segments", true}}}};
+  const auto s = parse_snapshot(j.dump(), "expandable.json");
+  const auto d = summarise(s).devices[0];
+  EXPECT_TRUE(d.cold) << d.cold_why;
+  EXPECT_EQ(d.peak_reserved, 42 * M);
+  EXPECT_EQ(d.empty_cache_calls, 1u);
+  const auto t = snapshot_to_trace(s, 0);
+  const auto r = replay_snapshot(s, t, recorded_options(s), std::int64_t{1} << 40, true);
+  EXPECT_FALSE(r.diverged_at) << r.divergence;
+  EXPECT_EQ(r.peak_reserved, 42 * M);
+  EXPECT_EQ(r.segments_created, 3);
+  EXPECT_EQ(r.real_segments_created, 3);
+  // The same trace with the 30 MiB block recorded 2 MiB further on: named at that allocation.
+  auto broken = j;
+  for (int k : {5, 6, 7}) broken["device_traces"][0][k]["addr"] = L + 5 * M;
+  const auto sb = parse_snapshot(broken.dump(), "expandable-broken.json");
+  const auto rb =
+      replay_snapshot(sb, snapshot_to_trace(sb, 0), recorded_options(sb), std::int64_t{1} << 40, true);
+  ASSERT_TRUE(rb.diverged_at);
+  EXPECT_EQ(*rb.diverged_at, 5u);
+  EXPECT_NE(rb.divergence.find("placed at"), std::string::npos) << rb.divergence;
+}
+
 // A cold real trace cut at event k is a warm trace whose true starting state is known independently: the
 // forward walk of events [0, k). The state undone backwards from the final segments must be that state,
 // and the replay from it must agree with the real allocator event by event, as a cold one does.
