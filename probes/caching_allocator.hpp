@@ -4,10 +4,11 @@
 // (size, address); splits only when more than 1 MiB (large) or 512 B (small) would remain; merging only
 // inside a segment; on a refused device allocation, free cached oversize blocks (max_split_size only), then
 // every unsplit cached segment, and retry before out-of-memory. Options: max_split_size,
-// expandable_segments (one virtual range per pool reserved from the device, pages mapped and unmapped at
-// real addresses inside it). Streams: a block freed on one stream is reused only on that stream (pools are
-// ordered by stream, then size, then address, as PyTorch's); expandable segments are one range for all
-// streams here.
+// expandable_segments: per stream and pool, one virtual range (1.125 x the device's memory) reserved from
+// the device, pages of 2 MiB (small) / 20 MiB (large) mapped on demand at the lowest free address range
+// that fits, and on a release every whole free page unmapped wherever it lies; best fit then prefers a
+// block that cannot grow into unmapped space (PyTorch's expandable_size). Streams: a block freed on one
+// stream is reused only on that stream (pools are ordered by stream, then size, then address, as PyTorch's).
 #pragma once
 
 #include <optional>
@@ -64,7 +65,8 @@ class caching_allocator final : public allocator {
   // with expandable segments the free pages at the end of each range.
   void empty_cache() override;
 
-  // What the allocator holds, for tests: segments in address order with their blocks.
+  // What the allocator holds, for tests: segments in address order with their blocks (with expandable
+  // segments, each run of mapped pages is a segment, as PyTorch's snapshot shows them).
   struct block_view {
     std::uint64_t address;
     std::int64_t size;
@@ -90,9 +92,11 @@ class caching_allocator final : public allocator {
     std::int64_t requested = 0;
     std::int64_t stream = 0;
     std::int32_t prev = -1, next = -1;
+    std::int32_t range = -1;  // expandable segments: the range the block lies in
     bool allocated = false;
     bool small = false;
-    bool live = false;  // the slot is in use
+    bool mapped = true;  // expandable segments: address space with no pages behind it yet
+    bool live = false;   // the slot is in use
   };
   struct key {
     std::int64_t stream;
@@ -105,26 +109,48 @@ class caching_allocator final : public allocator {
     }
   };
   using pool = std::set<key>;
-  struct expandable {
-    std::optional<std::uint64_t> base;  // reserved from the device on first use
-    std::int64_t range = 0;             // bytes of address space reserved
-    std::int64_t mapped = 0;
-    std::int64_t page = 0;
-    std::int32_t tail = -1;  // last block of the range
+  // Unmapped blocks of expandable ranges, ordered by stream, then address (PyTorch's unmapped set).
+  struct ukey {
+    std::int64_t stream;
+    std::uint64_t address;
+    std::int32_t id;
+    bool operator<(const ukey& o) const {
+      return stream != o.stream ? stream < o.stream : address < o.address;
+    }
+  };
+  using unmapped_set = std::set<ukey>;
+  struct expandable_range {
+    std::uint64_t base = 0;
+    std::int64_t size = 0;    // bytes of address space reserved
+    std::int64_t page = 0;    // bytes mapped at a time
+    std::int64_t mapped = 0;  // bytes with pages behind them now
+    bool live = false;
   };
 
   std::int32_t new_block(const block& b);
   void drop_block(std::int32_t id);
+  block& at(std::int32_t id) { return m_blocks[static_cast<std::size_t>(id)]; }
+  const block& at(std::int32_t id) const { return m_blocks[static_cast<std::size_t>(id)]; }
   pool& pool_of(bool small) { return small ? m_small : m_large; }
   void insert_free(std::int32_t id);
   void erase_free(std::int32_t id);
+  void insert_unmapped(std::int32_t id);
+  void erase_unmapped(std::int32_t id);
+  // Links a new block holding `b`'s fields right after `after` (or before `before`); returns its id.
+  std::int32_t insert_after(std::int32_t after, block b);
+  std::int32_t insert_before(std::int32_t before, block b);
+  // Merges a free block with its free neighbours in the same state (mapped or not), which must be out of
+  // their pools; returns the surviving block, not in a pool.
+  std::int32_t merge_neighbours(std::int32_t id);
   std::optional<std::int32_t> find_free(bool small, std::int64_t size, std::int64_t stream);
   std::optional<std::int32_t> map_segment(bool small, std::int64_t size, std::int64_t stream);
-  std::optional<std::int32_t> grow_expandable(bool small, std::int64_t size);
+  std::optional<std::int32_t> allocate_expandable(bool small, std::int64_t size, std::int64_t stream);
+  std::int32_t new_range(bool small, std::int64_t stream);
+  std::optional<std::int32_t> map_block(std::int32_t id, std::int64_t size);
+  bool unmap_block(std::int32_t id);
   bool release_oversize(bool small, std::int64_t size, std::int64_t stream);
   bool release_cached();
   void release_segment(std::int32_t id);
-  bool trim_expandable(expandable& e);
   std::int32_t split(std::int32_t id, std::int64_t size);
   void release_everything();
 
@@ -133,7 +159,8 @@ class caching_allocator final : public allocator {
   std::vector<block> m_blocks;
   std::vector<std::int32_t> m_free_slots;
   pool m_small, m_large;
-  expandable m_exp_small, m_exp_large;
+  unmapped_set m_unmapped_small, m_unmapped_large;
+  std::vector<expandable_range> m_ranges;
   allocator_stats m_stats;
 };
 

@@ -599,7 +599,8 @@ start_state reconstruct_start(const torch_snapshot& s, int device) {
   out.why = std::to_string(out.segments.size()) + " segments (" + mib_text(out.reserved) + ") and " +
             std::to_string(out.live_blocks) + " live blocks undone from the final segments" +
             (out.inferred_sizes ? ", " + std::to_string(out.inferred_sizes) +
-                                      " block sizes taken from their request (placement unaffected)"
+                                      (out.inferred_sizes == 1 ? " block size" : " block sizes") +
+                                      " taken from the request (placement unaffected)"
                                 : std::string());
   return out;
 }

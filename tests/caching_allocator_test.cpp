@@ -170,16 +170,129 @@ TEST(CachingAllocator, ExpandableSegmentsGrowOneRangeAndAlwaysMerge) {
   EXPECT_EQ(f.a.stats().reserved, 0);
 }
 
-TEST(CachingAllocator, ExpandableSegmentsLiveBlocksPinTheirPages) {
+// PyTorch's unmap_block: a release unmaps every whole free page, in the middle of a range too; the pages a
+// live block touches stay. The next growth maps at the lowest address with room (find_expandable_block),
+// and best fit takes a block that cannot grow before one that unmapped space follows.
+TEST(CachingAllocator, ExpandableSegmentsUnmapFreePagesAnywhereAndRemapAtTheLowestRoom) {
   caching_options o;
   o.expandable_segments = true;
   fixture f(1024 * MiB, o);
-  auto a = f.a.allocate(30 * MiB);
-  auto b = f.a.allocate(3 * MiB);
+  auto a = f.a.allocate(30 * MiB);  // pages [0, 40) MiB
+  auto b = f.a.allocate(3 * MiB);   // at 30 MiB
+  ASSERT_TRUE(a && b);
+  const auto base = f.a.address_of(*a);
   f.a.release(*a);
-  f.a.empty_cache();  // the free 30 MiB sits below a live block: its pages stay mapped here
+  f.a.empty_cache();  // page [0, 20) is wholly free: unmapped; [20, 40) holds b
+  EXPECT_EQ(f.a.stats().reserved, 20 * MiB);
+  EXPECT_EQ(f.layout(), (segs{{-10 * MiB, 3 * MiB, -7 * MiB}}));
+  auto c = f.a.allocate(10 * MiB);  // fits the 10 MiB left below b: no map
+  ASSERT_TRUE(c);
+  EXPECT_EQ(f.a.address_of(*c), base + 20 * MiB);
+  EXPECT_EQ(f.a.stats().reserved, 20 * MiB);
+  auto d = f.a.allocate(15 * MiB);  // no free block holds it: the unmapped hole at the range's start does
+  ASSERT_TRUE(d);
+  EXPECT_EQ(f.a.address_of(*d), base);
   EXPECT_EQ(f.a.stats().reserved, 40 * MiB);
-  (void)b;
+  EXPECT_EQ(f.layout(), (segs{{15 * MiB, -5 * MiB, 10 * MiB, 3 * MiB, -7 * MiB}}));
+}
+
+// Random allocations, frees, empty_cache() calls on two streams under a tight capacity (so the
+// out-of-memory retry runs), for every policy: after each step the allocator's figures agree with what
+// it shows (reserved = the segments' bytes = the device's, allocated = the live blocks'), no two free
+// blocks sit side by side, every live block keeps its address; at the end everything goes back.
+TEST(CachingAllocator, RandomSequencesKeepEveryInvariant) {
+  struct policy {
+    const char* name;
+    caching_options o;
+  };
+  caching_options exp;
+  exp.expandable_segments = true;
+  caching_options split;
+  split.max_split_size = 64 * MiB;
+  for (const auto& pol : {policy{"default", {}}, policy{"expandable", exp}, policy{"max_split 64", split}}) {
+    SCOPED_TRACE(pol.name);
+    test::fake_device dev(256 * MiB, 2 * MiB);
+    {
+      caching_allocator a(dev, pol.o);
+      std::uint64_t rng = 88172645463325252ULL;
+      auto next = [&] {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+      };
+      struct live {
+        std::int64_t handle, bytes;
+        std::uint64_t address;
+      };
+      std::vector<live> alive;
+      int ooms = 0;
+      for (int step = 0; step < 4000; ++step) {
+        const auto r = next() % 100;
+        if (r < 55 || alive.empty()) {
+          const std::int64_t bytes = (next() % 3 == 0) ? 1 + static_cast<std::int64_t>(next() % MiB)
+                                                       : MiB + static_cast<std::int64_t>(next() % (40 * MiB));
+          const auto h = a.allocate_on(bytes, static_cast<std::int64_t>(next() % 2));
+          if (h)
+            alive.push_back({*h, bytes, a.address_of(*h)});
+          else
+            ++ooms;
+        } else if (r < 97) {
+          const std::size_t k = next() % alive.size();
+          a.release(alive[k].handle);
+          alive.erase(alive.begin() + static_cast<std::ptrdiff_t>(k));
+        } else {
+          a.empty_cache();
+        }
+        std::int64_t seg_bytes = 0, live_bytes = 0, requested = 0;
+        for (const auto& sv : a.snapshot()) {
+          seg_bytes += sv.size;
+          for (std::size_t b = 0; b < sv.blocks.size(); ++b) {
+            if (sv.blocks[b].allocated) live_bytes += sv.blocks[b].size;
+            if (b > 0)
+              ASSERT_FALSE(!sv.blocks[b].allocated && !sv.blocks[b - 1].allocated) << "step " << step;
+          }
+        }
+        for (const auto& l : alive) {
+          requested += l.bytes;
+          ASSERT_EQ(a.address_of(l.handle), l.address) << "step " << step;
+        }
+        ASSERT_EQ(a.stats().reserved, seg_bytes) << "step " << step;
+        ASSERT_EQ(a.stats().reserved, dev.used()) << "step " << step;
+        ASSERT_EQ(a.stats().allocated, live_bytes) << "step " << step;
+        ASSERT_EQ(a.stats().requested, requested) << "step " << step;
+        ASSERT_LE(a.stats().reserved, 256 * MiB);
+      }
+      EXPECT_GT(ooms, 0);  // the capacity was reached: the retry path ran
+      for (const auto& l : alive) a.release(l.handle);
+      a.empty_cache();
+      EXPECT_EQ(a.stats().reserved, 0);
+      EXPECT_EQ(dev.used(), 0);
+    }
+    EXPECT_EQ(dev.used(), 0);
+    EXPECT_EQ(dev.ranges(), 0u);
+    EXPECT_EQ(dev.live_mappings(), 0u);
+  }
+}
+
+// Each stream has its own range (PyTorch keys expandable segments by stream): a block freed on one stream
+// is not reused on another, and both ranges map their own pages.
+TEST(CachingAllocator, ExpandableSegmentsKeepARangePerStream) {
+  test::fake_device dev(1024 * MiB, 2 * MiB);
+  caching_options o;
+  o.expandable_segments = true;
+  caching_allocator a(dev, o);
+  auto x = a.allocate_on(3 * MiB, 0);
+  ASSERT_TRUE(x);
+  a.release(*x);
+  auto y = a.allocate_on(3 * MiB, 7);
+  ASSERT_TRUE(y);
+  EXPECT_EQ(dev.ranges(), 2u);
+  EXPECT_NE(a.address_of(*y), a.address_of(*x));
+  EXPECT_EQ(a.stats().reserved, 40 * MiB);
+  a.empty_cache();  // stream 0's free page goes; stream 7's holds y
+  EXPECT_EQ(a.stats().reserved, 20 * MiB);
+  EXPECT_EQ(dev.ranges(), 1u);  // a range with nothing mapped is given back
 }
 
 // Expandable segments live at real addresses: inside a range the device reserved, pages mapped and

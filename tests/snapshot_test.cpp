@@ -240,6 +240,38 @@ TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
   EXPECT_NE(rb.divergence.find("placed at"), std::string::npos) << rb.divergence;
 }
 
+// A warm trace written by hand (also a fuzz seed): a block alive before recording is freed and its segment
+// released by empty_cache(), then a block lands in the other segment held before. Undone: both segments,
+// the freed block put back at its rounded request, the window's block taken away.
+TEST(Snapshot, HandWrittenWarmTraceIsUndoneAndAgrees) {
+  const std::int64_t M = 1 << 20;
+  const auto s = load_snapshot(data + "/../../fuzz/corpus/snapshot/warm-two-segments.json");
+  const auto st = reconstruct_start(s, 0);
+  ASSERT_TRUE(st.reconstructed) << st.why;
+  ASSERT_EQ(st.segments.size(), 2u);
+  EXPECT_EQ(st.reserved, 40 * M);
+  EXPECT_EQ(st.live_blocks, 2u);
+  EXPECT_EQ(st.inferred_sizes, 1u);
+  const auto& a = st.segments[0];  // the final segment: its 3 MiB block alive throughout
+  ASSERT_EQ(a.blocks.size(), 2u);
+  EXPECT_TRUE(a.blocks[0].allocated && a.blocks[0].size == 3 * M && !a.blocks[0].size_inferred);
+  EXPECT_TRUE(!a.blocks[1].allocated && a.blocks[1].size == 17 * M);
+  const auto& b = st.segments[1];  // put back from its segment_free; the freed block from its request
+  ASSERT_EQ(b.blocks.size(), 2u);
+  EXPECT_TRUE(b.blocks[0].allocated && b.blocks[0].size == 2 * M && b.blocks[0].size_inferred);
+  EXPECT_TRUE(!b.blocks[1].allocated && b.blocks[1].size == 18 * M);
+  const auto t = snapshot_to_trace(s, 0);
+  const auto r = replay_snapshot(s, t, recorded_options(s), std::int64_t{1} << 40, true);
+  EXPECT_TRUE(r.from_start_state);
+  EXPECT_FALSE(r.diverged_at) << r.divergence;
+  EXPECT_EQ(r.peak_reserved, 40 * M);
+  EXPECT_EQ(r.real_peak_reserved, 40 * M);
+  // Capacity below the state the window starts from: out of memory before the first event.
+  const auto tight = replay_snapshot(s, t, recorded_options(s), 30 * M, false);
+  ASSERT_TRUE(tight.oom_event);
+  EXPECT_EQ(*tight.oom_event, 0u);
+}
+
 // A cold real trace cut at event k is a warm trace whose true starting state is known independently: the
 // forward walk of events [0, k). The state undone backwards from the final segments must be that state,
 // and the replay from it must agree with the real allocator event by event, as a cold one does.
