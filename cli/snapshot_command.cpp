@@ -33,6 +33,49 @@ bool given(const plan_options& o, const char* name) {
   return o.app && o.app->count(name) > 0;
 }
 
+// The record of `probe --snapshot` (headroom.snapshot_replay/1): the emulation's figures beside the real
+// allocator's, and where they first differ.
+nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, const snapshot_replay& r,
+                             bool same_settings, const caching_options& o) {
+  nlohmann::json start = nullptr;
+  if (!t.cold)
+    start = {{"reconstructed", t.start.reconstructed}, {"how", t.start.why}, {"used", r.from_start_state}};
+  nlohmann::json oom = nullptr;
+  if (r.oom_event) oom = {{"event", *r.oom_event}, {"bytes", r.oom_bytes}};
+  nlohmann::json real = nullptr;
+  if (same_settings)
+    real = {{"peak_reserved", r.real_peak_reserved}, {"segments_created", r.real_segments_created}};
+  return {
+      {"schema", "headroom.snapshot_replay/1"},
+      {"source", s.origin},
+      {"device", t.device},
+      {"cold", t.cold},
+      {"trace_events", t.trace.events.size()},
+      {"start_state", start},
+      {"settings",
+       {{"emulated", r.settings},
+        {"max_split_size", o.max_split_size ? nlohmann::json(*o.max_split_size) : nlohmann::json(nullptr)},
+        {"expandable_segments", o.expandable_segments},
+        {"as_recorded", same_settings}}},
+      {"emulated",
+       {{"peak_reserved", r.peak_reserved},
+        {"peak_allocated", r.peak_allocated},
+        {"peak_requested", r.peak_requested},
+        {"segments_created", r.segments_created},
+        {"retries", r.retries},
+        {"oom", oom}}},
+      {"real", real},
+      {"comparison",
+       {{"compared", same_settings},
+        {"event_by_event", same_settings && (t.cold || r.from_start_state)},
+        {"agrees", same_settings && !r.diverged_at && r.divergence.empty() && !r.oom_event},
+        {"diverged_at", r.diverged_at ? nlohmann::json(*r.diverged_at) : nlohmann::json(nullptr)},
+        {"divergence", r.divergence}}},
+      {"note",
+       "emulated: headroom's caching-allocator emulation replaying the snapshot's alloc / free sequence; "
+       "real: what PyTorch's allocator did on the recording GPU (measured)"}};
+}
+
 }  // namespace
 
 CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
@@ -158,19 +201,25 @@ int run_snapshot_probe(const probe_options& o) {
   if (o.allocator != "caching")
     throw bad_input("allocator",
                     "--snapshot replays through the caching allocator emulation (PyTorch's policy)");
+  if (!o.timeline_out.empty()) throw bad_input("timeline", "does not apply to --snapshot");
+  output_set outs(o.force, &std::cout);
+  outs.expect(o.json_out);
   const torch_snapshot s = load_snapshot(o.snapshot_file);
   const snapshot_trace t = snapshot_to_trace(s, o.snapshot_device);
   // Capacity: the snapshot's when recorded, else --gpu-mem, else unbounded (no out-of-memory emulated).
   std::int64_t capacity = std::int64_t{1} << 50;
   std::string capacity_from = "unknown (no out-of-memory emulated; give --gpu-mem)";
+  const char* capacity_source = "unbounded";
   if (given(o.problem, "--gpu-mem")) {
     if (!(o.problem.gpu_mem_gib > 0) || o.problem.gpu_mem_gib > 1e6)
       throw bad_input("gpu-mem", "must be a positive number of GiB");
     capacity = static_cast<std::int64_t>(o.problem.gpu_mem_gib * static_cast<double>(1 << 30));
     capacity_from = gib_str(capacity, 2) + " GiB from --gpu-mem";
+    capacity_source = "--gpu-mem";
   } else if (s.capacity) {
     capacity = *s.capacity;
     capacity_from = gib_str(capacity, 2) + " GiB recorded in the snapshot";
+    capacity_source = "snapshot";
   }
   caching_options copt = recorded_options(s);
   const bool asked = o.expandable_segments || o.max_split_size_mb.has_value();
@@ -231,12 +280,26 @@ int run_snapshot_probe(const probe_options& o) {
   if (r.oom_event)
     out << "OUT OF MEMORY in the emulation at snapshot event " << *r.oom_event << " (" << mib(r.oom_bytes)
         << " requested)\n";
+  nlohmann::json record = replay_record(s, t, r, same_settings, copt);
+  record["capacity"] = {{"bytes", capacity}, {"from", capacity_source}};
   if (o.what_if) {
     out << "\nwhat if (the same sequence under other settings, emulated):\n";
     std::snprintf(line, sizeof line, "%-28s %16s %10s %26s%s\n", "setting", "reserved peak", "maps",
                   "least capacity that runs", t.cold ? "" : "  start");
     out << line;
-    for (const auto& row : what_if(s, t, capacity)) {
+    const auto rows = what_if(s, t, capacity);
+    nlohmann::json jrows = nlohmann::json::array();
+    for (const auto& row : rows)
+      jrows.push_back({{"setting", row.setting},
+                       {"peak_reserved", row.replayed.peak_reserved},
+                       {"maps", row.replayed.segments_created},
+                       {"least_capacity",
+                        row.least_capacity ? nlohmann::json(row.least_capacity) : nlohmann::json(nullptr)},
+                       {"start", t.cold                          ? "cold"
+                                 : row.replayed.from_start_state ? "reconstructed"
+                                                                 : "alive blocks allocated first"}});
+    record["what_if"] = jrows;
+    for (const auto& row : rows) {
       std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s%s\n", row.setting.c_str(),
                     mib(row.replayed.peak_reserved).c_str(),
                     static_cast<long long>(row.replayed.segments_created),
@@ -250,7 +313,12 @@ int run_snapshot_probe(const probe_options& o) {
       out << "(a warm trace starts from the reconstructed state only under the recorded settings: another "
              "policy would have left other segments; \"maps\" counts the segments mapped in the window)\n";
   }
-  std::cout << out.str();
+  if (!o.json_out.empty()) {
+    outs.add(o.json_out, record.dump(2) + "\n");
+    if (o.json_out != "-") out << "record written to " << o.json_out << "\n";
+  }
+  outs.commit();
+  if (!outs.to_stdout()) std::cout << out.str();
   if (r.oom_event) return exit_does_not_fit;
   return exit_fits;
 }

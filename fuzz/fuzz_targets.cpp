@@ -64,6 +64,10 @@ void fuzz_snapshot(std::string_view bytes) {
         const snapshot_replay r = replay_snapshot(s, t, recorded_options(s), std::int64_t{1} << 34, true);
         require(r.peak_reserved >= r.peak_allocated && r.peak_allocated >= r.peak_requested &&
                 r.peak_requested >= 0);
+        caching_options exp;
+        exp.expandable_segments = true;
+        const snapshot_replay e = replay_snapshot(s, t, exp, std::int64_t{64} << 20, false);
+        require(e.peak_reserved >= e.peak_allocated && e.peak_allocated >= e.peak_requested);
       }
     }
   } catch (const bad_input&) {
@@ -112,10 +116,18 @@ int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size
     attempt([&] {
       const probes::step_trace t = probes::trace_from_json(j, "fuzz");
       if (t.events.size() > 100000) return;
-      probes::sim_device dev(std::int64_t{1} << 40, 2 << 20);
-      probes::caching_allocator a(dev, {});
-      const auto r = probes::replay(t, a, false);
-      require(r.requested.bytes >= 0 && r.reserved.bytes >= r.allocated.bytes - 0);
+      // Both caching policies, on an ample device and on a tight one (the out-of-memory retry, and with
+      // expandable segments the unmapping of free pages, run there).
+      for (const bool expandable : {false, true})
+        for (const std::int64_t capacity : {std::int64_t{1} << 40, std::int64_t{256} << 20}) {
+          probes::sim_device dev(capacity, 2 << 20);
+          probes::caching_options o;
+          o.expandable_segments = expandable;
+          probes::caching_allocator a(dev, o);
+          const auto r = probes::replay(t, a, false);
+          require(r.requested.bytes >= 0 && r.reserved.bytes >= r.allocated.bytes);
+          require(a.stats().reserved == dev.used());
+        }
     });
   if (target == "measurement") attempt([&] { probes::measurement_from_json(j, "fuzz"); });
   if (target == "calibration") attempt([&] { calibrate::calibration_from_json(j, "fuzz"); });

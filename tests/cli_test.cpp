@@ -526,6 +526,36 @@ TEST(Cli, ProbeSnapshotAgreesAndAsksWhatIf) {
   EXPECT_NE(r.out.find("OUT OF MEMORY in the emulation"), std::string::npos) << r.out;
 }
 
+// probe --snapshot --json: the replay's record, the capacity's source in it; outputs all or nothing.
+TEST(Cli, ProbeSnapshotWritesItsRecord) {
+  auto r = run("probe --snapshot " + snap100 + " --what-if --gpu-mem 80 --json -");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);  // only the record on stdout
+  EXPECT_EQ(j["schema"], "headroom.snapshot_replay/1");
+  EXPECT_EQ(j["capacity"]["from"], "--gpu-mem");
+  EXPECT_EQ(j["capacity"]["bytes"], std::int64_t{80} << 30);
+  EXPECT_TRUE(j["cold"].get<bool>());
+  EXPECT_TRUE(j["comparison"]["agrees"].get<bool>());
+  EXPECT_TRUE(j["comparison"]["event_by_event"].get<bool>());
+  EXPECT_EQ(j["real"]["peak_reserved"], 463470592);
+  EXPECT_EQ(j["emulated"]["peak_reserved"], 463470592);
+  EXPECT_EQ(j["what_if"].size(), 4u);
+  const std::string base = ::testing::TempDir() + "/headroom_snapreplay_" + std::to_string(::getpid());
+  std::filesystem::remove(base + ".json");
+  r = run("probe --snapshot " + snap100 + " --json " + base + ".json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(base + ".json"))["capacity"]["from"], "unbounded");
+  // The file exists now: refused before the replay, and left as it was.
+  const std::string before = slurp(base + ".json");
+  r = run("probe --snapshot " + snap100 + " --gpu-mem 0.25 --json " + base + ".json");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(slurp(base + ".json"), before);
+  r = run("probe --snapshot " + snap100 + " --timeline " + base + ".svg");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("timeline"), std::string::npos) << r.err;
+  std::filesystem::remove(base + ".json");
+}
+
 TEST(Cli, BadSnapshotIsOneLine) {
   const std::string evil = ::testing::TempDir() + "/headroom_evil_" + std::to_string(::getpid()) + ".pickle";
   std::ofstream(evil, std::ios::binary) << std::string(
