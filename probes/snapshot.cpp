@@ -301,6 +301,20 @@ bool ends_empty_cache(const std::vector<snap_event>& ev, std::size_t i) {
          next != snap_action::segment_unmap && next != snap_action::segment_map;
 }
 
+// Returns whether event i closes any run of segment frees or unmaps: empty_cache(), or an allocation's
+// out-of-memory retry (which then maps). Replayed as empty_cache() either way: the retry releases the same
+// cached memory before mapping, so the state after is the same, whatever capacity the replay is given.
+// Not with max_split_size, whose retry first frees only enough oversize blocks (the replay's own retry
+// does that).
+bool ends_release_run(const std::vector<snap_event>& ev, std::size_t i, bool max_split) {
+  const auto a = ev[i].action;
+  if (a != snap_action::segment_free && a != snap_action::segment_unmap) return false;
+  if (i + 1 == ev.size()) return true;
+  const auto next = ev[i + 1].action;
+  if (next == snap_action::segment_free || next == snap_action::segment_unmap) return false;
+  return !max_split || ends_empty_cache(ev, i);
+}
+
 bool has_completions(const std::vector<snap_event>& ev) {
   return std::any_of(ev.begin(), ev.end(),
                      [](const snap_event& e) { return e.action == snap_action::free_completed; });
@@ -671,7 +685,7 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
       t.events.push_back(f);
       out.source_event.push_back(i);
       live.erase(it);
-    } else if (ends_empty_cache(ev, i)) {
+    } else if (ends_release_run(ev, i, s.settings.max_split_size.has_value())) {
       trace_event c;
       c.kind = event_kind::empty_cache;
       c.tensor = -1;
@@ -740,7 +754,13 @@ class replaying_device final : public device {
     m_sim.unmap_at(base, offset, bytes, page);
     unmaps.push_back({base + static_cast<std::uint64_t>(offset), bytes});
   }
-  void release_range(std::uint64_t base, std::int64_t bytes) override { m_sim.release_range(base, bytes); }
+  void release_range(std::uint64_t base, std::int64_t bytes) override {
+    m_sim.release_range(base, bytes);
+    // A range given back: the real allocator may reserve the same addresses for its next one.
+    m_handed.erase(
+        std::remove_if(m_handed.begin(), m_handed.end(), [&](const auto& h) { return h.first == base; }),
+        m_handed.end());
+  }
   std::int64_t capacity() const override { return m_sim.capacity(); }
   std::int64_t used() const override { return m_sim.used(); }
   std::int64_t granularity() const override { return m_sim.granularity(); }

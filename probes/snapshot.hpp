@@ -169,10 +169,12 @@ struct start_state {
 start_state reconstruct_start(const torch_snapshot& s, int device);
 
 // One device's trace as a step trace: an alloc per alloc event (named by its top user frame), a free at
-// free_completed (free_requested when the trace has no completions), an empty_cache where the real
-// allocator freed segments outside an allocation's retry, the stream of each event, and, for a warm trace,
-// the blocks alive before the window allocated first (in address order: approximate). Also returns, per
-// trace event, the index of the snapshot event it came from.
+// free_completed (free_requested when the trace has no completions), an empty_cache after each run of
+// segment frees or unmaps (empty_cache(), or an out-of-memory retry: the same release either way; not a
+// retry's partial release under max_split_size), the stream of each event, and, for a warm trace, the
+// blocks alive before the window allocated first (a replay under the recorded settings adopts the
+// reconstructed start instead). Also returns, per trace event, the index of the snapshot event it came
+// from.
 struct snapshot_trace {
   int device = 0;
   step_trace trace;
