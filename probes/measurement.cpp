@@ -160,7 +160,12 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       r.allocator = "pytorch caching allocator (recorded)";
       const auto& devs = j.at("devices");
       if (!devs.is_array() || devs.empty()) throw bad_input(origin, "a snapshot record with no device");
-      r.peak_reserved = need_i64(devs[0]["peak_reserved"], "bytes", origin + ": devices[0].peak_reserved");
+      // find, not operator[]: a const JSON object's operator[] on a missing key reads past its end (a fuzz
+      // input with the key misspelt found it).
+      const auto peak = devs[0].is_object() ? devs[0].find("peak_reserved") : devs[0].end();
+      if (!devs[0].is_object() || peak == devs[0].end())
+        throw bad_input(origin + ": devices[0]", "missing peak_reserved");
+      r.peak_reserved = need_i64(*peak, "bytes", origin + ": devices[0].peak_reserved");
       r.fragmentation = devs[0].value("fragmentation_at_reserved_peak", 0.0);
       r.out_of_memory = devs[0].contains("ooms") && !devs[0]["ooms"].empty();
       if (j.contains("inputs") && j.contains("predicted")) read_case(r, j["inputs"], j["predicted"]);

@@ -105,5 +105,23 @@ TEST(Measurement, RecordReadsBackIntoTheSameCase) {
   EXPECT_THROW(measurement_from_json(nlohmann::json::array(), "x"), bad_input);
 }
 
+// A snapshot record whose device lacks its reserved peak (or is not an object) is bad input naming the
+// field; the reader never looks a missing key up through a const operator[] (a fuzz input found that).
+TEST(Measurement, SnapshotRecordWithoutItsPeakIsBadInput) {
+  nlohmann::json j = {{"schema", "headroom.measurement/1.2"},
+                      {"backend", "pytorch-snapshot"},
+                      {"devices", {{{"peak_reservedcounts", {{"bytes", 1}}}}}}};
+  try {
+    (void)measurement_from_json(j, "rec.json");
+    FAIL() << "accepted a record without peak_reserved";
+  } catch (const bad_input& e) {
+    EXPECT_NE(std::string(e.what()).find("peak_reserved"), std::string::npos) << e.what();
+  }
+  j["devices"] = {7};
+  EXPECT_THROW((void)measurement_from_json(j, "rec.json"), bad_input);
+  j["devices"] = {{{"peak_reserved", {{"bytes", 123}}}}};
+  EXPECT_EQ(measurement_from_json(j, "rec.json").peak_reserved, 123);
+}
+
 }  // namespace
 }  // namespace headroom::probes
