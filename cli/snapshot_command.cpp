@@ -233,8 +233,7 @@ int run_snapshot_probe(const probe_options& o) {
     }
   }
   const caching_options rec = recorded_options(s);
-  const bool same_settings =
-      copt.expandable_segments == rec.expandable_segments && copt.max_split_size == rec.max_split_size;
+  const bool same_settings = copt == rec;
   const snapshot_replay r = replay_snapshot(s, t, copt, capacity, same_settings);
   std::ostringstream out;
   out << "headroom probe --snapshot " << o.snapshot_file << ": device " << t.device << ", "

@@ -22,6 +22,7 @@ namespace headroom::probes {
 struct caching_options {
   std::optional<std::int64_t> max_split_size;  // bytes; blocks at least this large are never split
   bool expandable_segments = false;            // one growing range per pool, 2 MiB / 20 MiB pages
+  bool operator==(const caching_options&) const = default;
 };
 
 class caching_allocator final : public allocator {

@@ -290,6 +290,66 @@ std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s
   return before;
 }
 
+// What a device's trace window is: cold (the allocator's state at its start is empty) or warm and why,
+// the blocks alive before it (address -> requested bytes), and the segment bytes held before it.
+struct window {
+  bool cold = false;
+  std::string why;
+  std::map<std::uint64_t, std::int64_t> before;
+  bool segment_events = false;
+  std::int64_t held_before = 0;  // final segments less the window's net segment bytes (0 when cold)
+};
+
+window window_of(const torch_snapshot& s, int device) {
+  const auto& ev = s.devices[static_cast<std::size_t>(device)];
+  window w;
+  // Every block lands in a segment allocated inside the trace?
+  std::map<std::uint64_t, std::int64_t> segs;  // base -> size, segments made inside the window
+  std::size_t allocs = 0, outside = 0;
+  std::int64_t seg_delta = 0;
+  for (const auto& e : ev) {
+    if (e.action == snap_action::segment_alloc || e.action == snap_action::segment_map) {
+      segs[e.addr] = std::max(segs[e.addr], e.size);
+      seg_delta += e.size;
+      w.segment_events = true;
+    } else if (e.action == snap_action::segment_free || e.action == snap_action::segment_unmap) {
+      if (e.action == snap_action::segment_free) segs.erase(e.addr);
+      seg_delta -= e.size;
+      w.segment_events = true;
+    } else if (e.action == snap_action::alloc) {
+      ++allocs;
+      auto it = segs.upper_bound(e.addr);
+      bool inside = false;
+      if (it != segs.begin()) {
+        --it;
+        inside = e.addr < it->first + static_cast<std::uint64_t>(it->second);
+      }
+      outside += !inside;
+    }
+  }
+  w.before = live_before_window(s, device);
+  std::int64_t device_final = 0;
+  for (const auto& g : s.segments)
+    if (g.device == device) device_final += g.total_size;
+  // Without segment events the final segments are all there is to go on.
+  w.held_before = w.segment_events ? device_final - seg_delta : device_final;
+  if (!w.segment_events) {
+    w.why = "no segment events: recording began after the allocator had its segments";
+  } else if (outside > 0) {
+    w.why = std::to_string(outside) + " of " + std::to_string(allocs) +
+            " blocks land in segments allocated before recording began";
+  } else if (!w.before.empty()) {
+    w.why = std::to_string(w.before.size()) + " blocks were alive before recording began";
+  } else if (w.held_before != 0) {
+    w.why = "the allocator held " + mib_text(w.held_before) +
+            " of segments before recording began (final segments less the window's)";
+  } else {
+    w.cold = true;
+    w.why = "every block lands in a segment allocated inside the trace";
+  }
+  return w;
+}
+
 // Returns whether event i closes a run of segment frees (or expandable unmaps) that no segment_alloc (or
 // map) follows: torch.cuda.empty_cache() (an allocation's out-of-memory retry frees and then allocates).
 bool ends_empty_cache(const std::vector<snap_event>& ev, std::size_t i) {
@@ -337,64 +397,17 @@ snap_summary summarise(const torch_snapshot& s) {
     d.device = static_cast<int>(dev);
     d.events = ev.size();
     std::set<std::int64_t> streams;
-    std::size_t segment_events = 0;
     for (const auto& e : ev) {
       ++d.counts[to_string(e.action)];
       streams.insert(e.stream);
-      segment_events += e.action == snap_action::segment_alloc || e.action == snap_action::segment_free ||
-                        e.action == snap_action::segment_map || e.action == snap_action::segment_unmap;
     }
     d.streams.assign(streams.begin(), streams.end());
-    // Cold: every block lands in a segment allocated inside the trace.
-    std::map<std::uint64_t, std::int64_t> segs;  // base -> size, segments made inside the window
-    std::size_t allocs = 0, outside = 0;
-    for (const auto& e : ev) {
-      if (e.action == snap_action::segment_alloc || e.action == snap_action::segment_map) {
-        segs[e.addr] = std::max(segs[e.addr], e.size);
-      } else if (e.action == snap_action::segment_free) {
-        segs.erase(e.addr);
-      } else if (e.action == snap_action::alloc) {
-        ++allocs;
-        auto it = segs.upper_bound(e.addr);
-        bool inside = false;
-        if (it != segs.begin()) {
-          --it;
-          inside = e.addr < it->first + static_cast<std::uint64_t>(it->second);
-        }
-        outside += !inside;
-      }
-    }
-    const auto before = live_before_window(s, d.device);
+    const window w = window_of(s, d.device);
+    const auto& before = w.before;
     d.live_before = before.size();
     for (const auto& [a, b] : before) d.live_before_bytes += b;
-    // Reserved: the final segments less what the window's segment events added is what was held before.
-    std::int64_t seg_delta = 0;
-    for (const auto& e : ev) {
-      if (e.action == snap_action::segment_alloc || e.action == snap_action::segment_map) seg_delta += e.size;
-      if (e.action == snap_action::segment_free || e.action == snap_action::segment_unmap)
-        seg_delta -= e.size;
-    }
-    std::int64_t device_final = 0;
-    for (const auto& g : s.segments)
-      if (g.device == d.device) device_final += g.total_size;
-    if (segment_events == 0) {
-      d.cold = false;
-      d.cold_why = "no segment events: recording began after the allocator had its segments";
-    } else if (outside > 0) {
-      d.cold = false;
-      d.cold_why = std::to_string(outside) + " of " + std::to_string(allocs) +
-                   " blocks land in segments allocated before recording began";
-    } else if (d.live_before > 0) {
-      d.cold = false;
-      d.cold_why = std::to_string(d.live_before) + " blocks were alive before recording began";
-    } else if (device_final != seg_delta) {
-      d.cold = false;
-      d.cold_why = "the allocator held " + mib_text(device_final - seg_delta) +
-                   " of segments before recording began (final segments less the window's)";
-    } else {
-      d.cold = true;
-      d.cold_why = "every block lands in a segment allocated inside the trace";
-    }
+    d.cold = w.cold;
+    d.cold_why = w.why;
     if (!d.cold) {
       const auto start = reconstruct_start(s, d.device);
       d.start_reconstructed = start.reconstructed;
@@ -407,9 +420,8 @@ snap_summary summarise(const torch_snapshot& s) {
     std::map<std::uint64_t, std::int64_t> live_bytes;  // address -> bytes, for the largest at the peak
     for (const auto& [a, b] : before) live_bytes[a] = b;
     d.peak_requested = requested;
-    d.reserved_from_events = segment_events > 0;
-    std::int64_t reserved = d.reserved_from_events ? device_final - seg_delta : device_final;
-    if (d.cold) reserved = 0;
+    d.reserved_from_events = w.segment_events;
+    std::int64_t reserved = w.held_before;
     d.peak_reserved = reserved;
     d.requested_at_reserved_peak = requested;
     const std::map<std::uint64_t, std::int64_t> at_start = live_bytes;
@@ -629,8 +641,7 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   step_trace& t = out.trace;
   t.model = s.origin;
   t.layout_text = "PyTorch memory snapshot, device " + std::to_string(device);
-  const auto sum = summarise(s);
-  out.cold = sum.devices[static_cast<std::size_t>(device)].cold;
+  out.cold = window_of(s, device).cold;
   if (!out.cold) out.start = reconstruct_start(s, device);
   out.approximate = !out.cold && !out.start.reconstructed;
   std::map<std::uint64_t, std::int32_t> live;  // address -> tensor
@@ -710,11 +721,11 @@ namespace {
 // them, while the sizes agree; the bytes are accounted by a simulated device of the given capacity.
 class replaying_device final : public device {
  public:
-  // `ranges`: the addresses of the real trace's segment_map events; the range reserved for a pool is the
-  // first of them outside the ranges handed out already (a cold trace maps a range first at its base).
+  // `real_maps`: the addresses of the real trace's segment_map events, in order. A range is reserved just
+  // before its first page is mapped, so while the replay agrees its base is the next real map's address.
   replaying_device(std::int64_t capacity, std::vector<std::pair<std::uint64_t, std::int64_t>> real,
-                   std::vector<std::uint64_t> ranges = {})
-      : m_sim(capacity, 2 * mib), m_real(std::move(real)), m_ranges(std::move(ranges)) {}
+                   std::vector<std::uint64_t> real_maps = {})
+      : m_sim(capacity, 2 * mib), m_real(std::move(real)), m_real_maps(std::move(real_maps)) {}
   std::optional<std::uint64_t> map(std::int64_t bytes) override {
     auto a = m_sim.map(bytes);
     if (!a) return std::nullopt;
@@ -733,20 +744,12 @@ class replaying_device final : public device {
   }
   std::optional<std::uint64_t> reserve_range(std::int64_t bytes) override {
     auto a = m_sim.reserve_range(bytes);
-    if (!a || !m_in_step) return a;
-    for (const auto r : m_ranges) {
-      const bool inside = std::any_of(m_handed.begin(), m_handed.end(), [&](const auto& h) {
-        return r >= h.first && r - h.first < static_cast<std::uint64_t>(h.second);
-      });
-      if (!inside) {
-        m_handed.push_back({r, bytes});
-        return r;
-      }
-    }
-    return a;
+    if (!a || !m_in_step || m_next_map >= m_real_maps.size()) return a;
+    return m_real_maps[m_next_map];
   }
   bool map_at(std::uint64_t base, std::int64_t offset, std::int64_t bytes, std::int64_t page) override {
     if (!m_sim.map_at(base, offset, bytes, page)) return false;
+    ++m_next_map;
     maps.push_back({base + static_cast<std::uint64_t>(offset), bytes});
     return true;
   }
@@ -754,13 +757,7 @@ class replaying_device final : public device {
     m_sim.unmap_at(base, offset, bytes, page);
     unmaps.push_back({base + static_cast<std::uint64_t>(offset), bytes});
   }
-  void release_range(std::uint64_t base, std::int64_t bytes) override {
-    m_sim.release_range(base, bytes);
-    // A range given back: the real allocator may reserve the same addresses for its next one.
-    m_handed.erase(
-        std::remove_if(m_handed.begin(), m_handed.end(), [&](const auto& h) { return h.first == base; }),
-        m_handed.end());
-  }
+  void release_range(std::uint64_t base, std::int64_t bytes) override { m_sim.release_range(base, bytes); }
   std::int64_t capacity() const override { return m_sim.capacity(); }
   std::int64_t used() const override { return m_sim.used(); }
   std::int64_t granularity() const override { return m_sim.granularity(); }
@@ -775,9 +772,8 @@ class replaying_device final : public device {
  private:
   sim_device m_sim;
   std::vector<std::pair<std::uint64_t, std::int64_t>> m_real;
-  std::vector<std::uint64_t> m_ranges;
-  std::vector<std::pair<std::uint64_t, std::int64_t>> m_handed;  // ranges handed out: base, bytes
-  std::size_t m_next = 0;
+  std::vector<std::uint64_t> m_real_maps;
+  std::size_t m_next = 0, m_next_map = 0;
   bool m_in_step = true;
 };
 
@@ -794,14 +790,14 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
   std::vector<std::pair<std::uint64_t, std::int64_t>> real;
   std::map<std::size_t, std::vector<std::int64_t>> real_before_alloc;
   std::vector<std::int64_t> pending;
-  // Expandable segments: each growth of a range is a segment_map, the range's base the first one mapped.
-  std::vector<std::uint64_t> real_ranges;
+  // Expandable segments: each growth of a range is a segment_map.
+  std::vector<std::uint64_t> real_maps;
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (ev[i].action == snap_action::segment_alloc) {
       real.push_back({ev[i].addr, ev[i].size});
       pending.push_back(ev[i].size);
     } else if (ev[i].action == snap_action::segment_map) {
-      real_ranges.push_back(ev[i].addr);
+      real_maps.push_back(ev[i].addr);
       pending.push_back(ev[i].size);
     } else if (ev[i].action == snap_action::alloc) {
       real_before_alloc[i] = pending;
@@ -810,16 +806,13 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
   }
   // A warm trace starts from its reconstructed state under the settings it was recorded with; event by
   // event comparison needs a known start (cold, or reconstructed).
-  const caching_options rec = recorded_options(s);
-  const bool adopt = !st.cold && st.start.reconstructed && !options.expandable_segments &&
-                     options.expandable_segments == rec.expandable_segments &&
-                     options.max_split_size == rec.max_split_size;
+  const bool adopt = !st.cold && st.start.reconstructed && options == recorded_options(s);
   const bool by_event = compare && (st.cold || adopt);
   std::vector<std::pair<std::uint64_t, std::int64_t>> handed;  // real addresses, in the order mapped
   if (adopt)
     for (const auto& g : st.start.segments) handed.push_back({g.address, g.size});
   if (by_event) handed.insert(handed.end(), real.begin(), real.end());
-  replaying_device dev(capacity, handed, by_event ? real_ranges : std::vector<std::uint64_t>{});
+  replaying_device dev(capacity, handed, by_event ? real_maps : std::vector<std::uint64_t>{});
   snapshot_replay r;
   r.capacity = capacity;
   r.compared = compare;
@@ -907,7 +900,7 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
     const auto sum = summarise(s);
     if (static_cast<std::size_t>(st.device) < sum.devices.size())
       r.real_peak_reserved = sum.devices[static_cast<std::size_t>(st.device)].peak_reserved;
-    r.real_segments_created = static_cast<std::int64_t>(real.size() + real_ranges.size());
+    r.real_segments_created = static_cast<std::int64_t>(real.size() + real_maps.size());
     if (!st.cold && !adopt)
       r.divergence =
           "warm trace: compared at the reserved peak only (the segments made before recording are not "

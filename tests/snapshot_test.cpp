@@ -163,13 +163,40 @@ TEST(Snapshot, WarmTraceIsReconstructedAndSaysSo) {
 TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
   const std::int64_t M = 1 << 20;
   const std::uint64_t L = 0x200000000000ULL, S = 0x300000000000ULL;
+  auto event = [](const char* a, std::uint64_t addr, std::int64_t size) {
+    return nlohmann::json{{"action", a}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", 0}};
+  };
   nlohmann::json events = nlohmann::json::array();
   auto ev = [&](const char* a, std::uint64_t addr, std::int64_t size) {
-    events.push_back({{"action", a}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", 0}});
+    events.push_back(event(a, addr, size));
   };
   auto free_ = [&](std::uint64_t addr, std::int64_t size) {
     ev("free_requested", addr, size);
     ev("free_completed", addr, size);
+  };
+  // A final segment (a run of mapped pages) from its blocks in order: (block bytes, requested; 0 = free).
+  auto segment = [](std::uint64_t at, const char* type,
+                    const std::vector<std::pair<std::int64_t, std::int64_t>>& bs) {
+    nlohmann::json blocks = nlohmann::json::array();
+    std::int64_t total = 0, allocated = 0, requested = 0;
+    for (const auto& [size, req] : bs) {
+      blocks.push_back({{"address", at + static_cast<std::uint64_t>(total)},
+                        {"size", size},
+                        {"requested_size", req},
+                        {"state", req > 0 ? "active_allocated" : "inactive"}});
+      total += size;
+      allocated += req > 0 ? size : 0;
+      requested += req;
+    }
+    return nlohmann::json{{"device", 0},
+                          {"address", at},
+                          {"total_size", total},
+                          {"allocated_size", allocated},
+                          {"requested_size", requested},
+                          {"stream", 0},
+                          {"segment_type", type},
+                          {"is_expandable", true},
+                          {"blocks", blocks}};
   };
   ev("segment_map", L, 20 * M);  // the large range's first page
   ev("alloc", L, 3 * M);
@@ -182,42 +209,14 @@ TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
   free_(L, 3 * M);
   ev("segment_unmap", L + 20 * M, 20 * M);  // empty_cache(): the whole free page at the end
   ev("alloc", L + 11 * M, 5 * M);           // best fit: the 9 MiB free block, not the 3 MiB one
-  nlohmann::json segs = nlohmann::json::array();
-  segs.push_back(
-      {{"device", 0},
-       {"address", L},
-       {"total_size", 20 * M},
-       {"allocated_size", 13 * M},
-       {"requested_size", 13 * M},
-       {"stream", 0},
-       {"segment_type", "large"},
-       {"is_expandable", true},
-       {"blocks",
-        {{{"address", L}, {"size", 3 * M}, {"requested_size", 0}, {"state", "inactive"}},
-         {{"address", L + 3 * M}, {"size", 8 * M}, {"requested_size", 8 * M}, {"state", "active_allocated"}},
-         {{"address", L + 11 * M}, {"size", 5 * M}, {"requested_size", 5 * M}, {"state", "active_allocated"}},
-         {{"address", L + 16 * M}, {"size", 4 * M}, {"requested_size", 0}, {"state", "inactive"}}}}});
-  segs.push_back(
-      {{"device", 0},
-       {"address", S},
-       {"total_size", 2 * M},
-       {"allocated_size", 500224},
-       {"requested_size", 500000},
-       {"stream", 0},
-       {"segment_type", "small"},
-       {"is_expandable", true},
-       {"blocks",
-        {{{"address", S}, {"size", 500224}, {"requested_size", 500000}, {"state", "active_allocated"}},
-         {{"address", S + 500224},
-          {"size", 2 * M - 500224},
-          {"requested_size", 0},
-          {"state", "inactive"}}}}});
-  const nlohmann::json j = {{"segments", segs},
+  const nlohmann::json settings = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
+                                   {"max_split_size", -1},
+                                   {"expandable_segments", true}};
+  const nlohmann::json j = {{"segments",
+                             {segment(L, "large", {{3 * M, 0}, {8 * M, 8 * M}, {5 * M, 5 * M}, {4 * M, 0}}),
+                              segment(S, "small", {{500224, 500000}, {2 * M - 500224, 0}})}},
                             {"device_traces", {events}},
-                            {"allocator_settings",
-                             {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
-                              {"max_split_size", -1},
-                              {"expandable_segments", true}}}};
+                            {"allocator_settings", settings}};
   const auto s = parse_snapshot(j.dump(), "expandable.json");
   const auto d = summarise(s).devices[0];
   EXPECT_TRUE(d.cold) << d.cold_why;
@@ -240,31 +239,16 @@ TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
   EXPECT_NE(rb.divergence.find("placed at"), std::string::npos) << rb.divergence;
   // Everything freed and the cache emptied: both ranges are unmapped and given back; the next growth
   // reserves a new range, which the driver may place at the same addresses (it is compared there too).
-  auto again = j;
-  auto& tail = again["device_traces"][0];
-  for (const auto& [addr, size] : std::vector<std::pair<std::uint64_t, std::int64_t>>{
-           {L + 3 * M, 8 * M}, {L + 11 * M, 5 * M}, {S, 500000}}) {
-    tail.push_back(
-        {{"action", "free_requested"}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", 0}});
-    tail.push_back(
-        {{"action", "free_completed"}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", 0}});
-  }
-  tail.push_back({{"action", "segment_unmap"}, {"addr", L}, {"size", 20 * M}, {"stream", 0}, {"time_us", 0}});
-  tail.push_back({{"action", "segment_unmap"}, {"addr", S}, {"size", 2 * M}, {"stream", 0}, {"time_us", 0}});
-  tail.push_back({{"action", "segment_map"}, {"addr", L}, {"size", 20 * M}, {"stream", 0}, {"time_us", 0}});
-  tail.push_back({{"action", "alloc"}, {"addr", L}, {"size", 4 * M}, {"stream", 0}, {"time_us", 0}});
-  again["segments"] = nlohmann::json::array(
-      {{{"device", 0},
-        {"address", L},
-        {"total_size", 20 * M},
-        {"allocated_size", 4 * M},
-        {"requested_size", 4 * M},
-        {"stream", 0},
-        {"segment_type", "large"},
-        {"is_expandable", true},
-        {"blocks",
-         {{{"address", L}, {"size", 4 * M}, {"requested_size", 4 * M}, {"state", "active_allocated"}},
-          {{"address", L + 4 * M}, {"size", 16 * M}, {"requested_size", 0}, {"state", "inactive"}}}}}});
+  free_(L + 3 * M, 8 * M);
+  free_(L + 11 * M, 5 * M);
+  free_(S, 500000);
+  ev("segment_unmap", L, 20 * M);
+  ev("segment_unmap", S, 2 * M);
+  ev("segment_map", L, 20 * M);
+  ev("alloc", L, 4 * M);
+  const nlohmann::json again = {{"segments", {segment(L, "large", {{4 * M, 4 * M}, {16 * M, 0}})}},
+                                {"device_traces", {events}},
+                                {"allocator_settings", settings}};
   const auto sa = parse_snapshot(again.dump(), "expandable-again.json");
   EXPECT_TRUE(summarise(sa).devices[0].cold) << summarise(sa).devices[0].cold_why;
   const auto ra =
