@@ -4,10 +4,10 @@
 #include <benchmark/benchmark.h>
 
 #include "planner/model_files.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/replay.hpp"
-#include "probes/sim_device.hpp"
-#include "probes/step_trace.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/trace/replay.hpp"
+#include "probes/devices/sim_device.hpp"
+#include "probes/trace/step_trace.hpp"
 
 namespace {
 

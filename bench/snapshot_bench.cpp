@@ -9,7 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "probes/snapshot.hpp"
+#include "probes/snapshots/snapshot.hpp"
+#include "probes/snapshots/snapshot_record.hpp"
+#include "probes/snapshots/what_if.hpp"
 
 namespace {
 

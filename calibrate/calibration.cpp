@@ -7,6 +7,9 @@
 #include "fit.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
+#include "planner/format.hpp"
+#include "planner/stage_terms.hpp"
+#include "probes/records/envelope.hpp"
 
 namespace headroom::calibrate {
 
@@ -19,7 +22,7 @@ namespace {
 
 // The default of an unobserved fixed term: the context, cuBLAS and NCCL figures of memory-facts.md (the
 // planner's documented fixed overheads), not the seed's 10 GiB, which also covered what the other terms fit.
-constexpr double fixed_prior = 1056.0 * 1024 * 1024;
+const std::int64_t fixed_prior = device_spec{}.fixed_overheads;
 
 }  // namespace
 
@@ -39,9 +42,9 @@ observation observe(const probes::measurement_record& r) {
                     "says nothing about the reserve: no model and layout attached (headroom snapshot "
                     "FILE --preset/--model ... --gpus ... attaches them)");
   if (r.out_of_memory) throw bad_input(r.origin, "ran out of memory: its peak is not the step's");
-  const double model = static_cast<double>(r.persistent + r.transient + r.activations);
-  const double churn =
-      static_cast<double>(r.transient + r.activations + std::max(r.working_set, r.output_phase));
+  const stage_terms terms{r.persistent, r.transient, r.activations, r.working_set, r.output_phase};
+  const double model = static_cast<double>(terms.held());
+  const double churn = static_cast<double>(terms.churn());
   const double tokens = static_cast<double>(reserve_tokens(*r.inputs, *r.where));
   if (r.kind == "probe" && r.backend == "cuda") {
     if (!r.device_used_at_peak)
@@ -57,7 +60,7 @@ observation observe(const probes::measurement_record& r) {
 
 calibration fit(const std::vector<probes::measurement_record>& records) {
   calibration c;
-  c.created = probes::utc_now();
+  c.created = records::utc_now();
   for (const auto& r : records) {
     c.records.push_back(observe(r));
     if (r.measured && r.backend == "cuda") {
@@ -106,11 +109,11 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
       tf.why = r->dof > 0 ? "fitted (non-negative least squares)"
                           : "fitted exactly (as many records as terms: no uncertainty)";
     } else {
-      tf.value = t == 0 ? fixed_prior : 0;
-      tf.why = t == 0
-                   ? "not observed (only sim or snapshot records: no CUDA context in them); the documented "
-                     "1056 MiB of context, cuBLAS and NCCL (memory-facts.md) is kept"
-                   : "not observed by these records: 0";
+      tf.value = t == 0 ? static_cast<double>(fixed_prior) : 0;
+      tf.why =
+          t == 0 ? "not observed (only sim or snapshot records: no CUDA context in them); the documented " +
+                       mib_str(fixed_prior, 0) + " MiB of context, cuBLAS and NCCL (memory-facts.md) is kept"
+                 : "not observed by these records: 0";
     }
   }
   // Residuals and the margin: the most any record's reserve was under-predicted.
@@ -146,34 +149,30 @@ nlohmann::json to_json(const calibration& c) {
                            {"fitted", c.terms[t].fitted},
                            {"why", c.terms[t].why}};
   auto str = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
-  return {
-      {"schema", calibration_schema},
-      {"created_utc", c.created},
-      {"holds_for",
-       {{"gpu", str(c.gpu)},
-        {"driver", str(c.driver)},
-        {"cuda_runtime", str(c.cuda_runtime)},
-        {"nccl", str(c.nccl)},
-        {"allocator", str(c.allocator)}}},
-      {"units",
-       {{"fixed", "bytes"}, {"fragmentation", "bytes per churning byte"}, {"per_token", "bytes per token"}}},
-      {"terms", terms},
-      {"margin_bytes", c.margin},
-      {"margin_rule", c.margin_rule},
-      {"fixed_overheads_bytes",
-       c.fixed_overheads ? nlohmann::json(*c.fixed_overheads) : nlohmann::json(nullptr)},
-      {"worst_residual", {{"bytes", c.worst_residual}, {"record", c.worst_origin}}},
-      {"records", recs}};
+  // The envelope's `created` is when this file was written; `created_utc` when the fit was made.
+  return records::enveloped(
+      records::kind::calibration,
+      {{"created_utc", c.created},
+       {"holds_for",
+        {{"gpu", str(c.gpu)},
+         {"driver", str(c.driver)},
+         {"cuda_runtime", str(c.cuda_runtime)},
+         {"nccl", str(c.nccl)},
+         {"allocator", str(c.allocator)}}},
+       {"units",
+        {{"fixed", "bytes"}, {"fragmentation", "bytes per churning byte"}, {"per_token", "bytes per token"}}},
+       {"terms", terms},
+       {"margin_bytes", c.margin},
+       {"margin_rule", c.margin_rule},
+       {"fixed_overheads_bytes",
+        c.fixed_overheads ? nlohmann::json(*c.fixed_overheads) : nlohmann::json(nullptr)},
+       {"worst_residual", {{"bytes", c.worst_residual}, {"record", c.worst_origin}}},
+       {"records", recs}});
 }
 
 calibration calibration_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw bad_input(origin, "not a calibration file (expected a JSON object)");
-  const std::string schema = j.value("schema", "");
-  if (schema.rfind("headroom.calibration/", 0) != 0)
-    throw bad_input(origin, "not a headroom calibration file");
-  if (schema != calibration_schema && schema.rfind(std::string(calibration_schema) + ".", 0) != 0)
-    throw bad_input(origin,
-                    "unsupported version '" + schema + "' (this build reads " + calibration_schema + ")");
+  records::require(j, records::kind::calibration, origin);
   calibration c;
   try {
     c.created = j.value("created_utc", "");

@@ -1,14 +1,19 @@
 // calibration.hpp: fitting the reserve (planner/reserve.hpp) from measurement records, the calibration
-// file that carries the fit (headroom.calibration/1), and applying it to a problem.
+// file that carries the fit (records::kind::calibration), and applying it to a problem.
 //
 // What a record says about the reserve, y = what the reserve had to cover, against x = its terms' inputs:
-//   CUDA probe      y = device-used at the reserved peak (minus what was used before the context) - the model
-//                   terms (persistent + transient + activations);      x = (1, churn, tokens)
-//   sim probe       y = emulated reserved peak - the model terms;       x = (0, churn, tokens)   (emulated:
-//                   no context, so it speaks to the fragmentation and per-token terms only)
-//   snapshot        y = the real reserved peak - the model terms of the run's attached case;  x = (0, churn,
-//   tokens) overheads       y = context + cuBLAS + NCCL measured;                x = (1, 0, 0)
-// churn = transient + activations + max(backward working set, output phase); tokens = seq / cp x micro-batch.
+//
+//   record      y                                                         x
+//   CUDA probe  device-used at the reserved peak (less what was used       (1, churn, tokens)
+//               before the context) - the model terms
+//   sim probe   emulated reserved peak - the model terms (emulated: no     (0, churn, tokens)
+//               context, so it speaks to fragmentation and per-token only)
+//   snapshot    the real reserved peak - the model terms of the run's      (0, churn, tokens)
+//               attached case
+//   overheads   context + cuBLAS + NCCL measured                           (1, 0, 0)
+//
+// The model terms are persistent + transient + activations; churn = transient + activations +
+// max(backward working set, output phase) (planner/stage_terms.hpp); tokens = seq / cp x micro-batch.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,11 +22,10 @@
 #include <vector>
 
 #include "planner/layout.hpp"
-#include "probes/measurement.hpp"
+#include "probes/records/measurement_record.hpp"
 
 namespace headroom::calibrate {
 
-inline constexpr const char* calibration_schema = "headroom.calibration/1";
 inline constexpr int term_count = 3;
 // The terms' names, in column order: "fixed", "fragmentation", "per_token".
 const char* term_name(int i);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "probes/measurement.hpp"
+#include "probes/records/measurement_record.hpp"
 
 namespace headroom::calibrate {
 

@@ -6,11 +6,10 @@
 #include <sstream>
 
 #include "planner/estimate.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/replay.hpp"
-#include "probes/sim_device.hpp"
-#include "probes/step_trace.hpp"
-#include "probes/timeline_svg.hpp"
+#include "planner/format.hpp"
+#include "planner/stage_terms.hpp"
+#include "planner/units.hpp"
+#include "probes/records/timeline.hpp"
 
 namespace headroom::calibrate {
 
@@ -39,10 +38,12 @@ std::string esc(const std::string& s) {
   return o;
 }
 
-std::string gib(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", b / (1024.0 * 1024 * 1024));
-  return buf;
+// Returns bytes as GiB with two decimals, for the report's cells.
+std::string gib(double b) { return fixed(b / static_cast<double>(headroom::gib), 2); }
+
+// The record's predicted terms as the planner states them (planner/stage_terms.hpp).
+stage_terms model_terms(const probes::measurement_record& r) {
+  return {r.persistent, r.transient, r.activations, r.working_set, r.output_phase};
 }
 
 // One horizontal bar chart: per case, the predicted stack (model terms, reserve) over the measured bar.
@@ -50,7 +51,7 @@ std::string bars(const std::vector<probes::measurement_record>& recs, const std:
                  const reserve_model& reserve) {
   double most = 1;
   for (std::size_t i = 0; i < recs.size(); ++i) {
-    const auto model = static_cast<double>(recs[i].persistent + recs[i].transient + recs[i].activations);
+    const auto model = static_cast<double>(model_terms(recs[i]).held());
     most = std::max({most, model + obs[i].y, model + obs[i].predicted + static_cast<double>(reserve.fixed)});
   }
   const int w = 760, label = 260, row = 46;
@@ -59,7 +60,7 @@ std::string bars(const std::vector<probes::measurement_record>& recs, const std:
     << row * recs.size() + 30 << "' role='img' aria-label='predicted against measured, per case'>";
   for (std::size_t i = 0; i < recs.size(); ++i) {
     const auto& r = recs[i];
-    const double model = static_cast<double>(r.persistent + r.transient + r.activations);
+    const double model = static_cast<double>(model_terms(r).held());
     const double pred_res = obs[i].predicted;
     const double meas = model + obs[i].y;
     const double k = w / most;
@@ -148,22 +149,16 @@ std::string html_report(const std::vector<probes::measurement_record>& records,
     h << "<tr><td>margin</td><td>" << gib(cal->margin) << " GiB</td><td></td><td>" << esc(cal->margin_rule)
       << "</td></tr></table>\n";
   }
-  h << "<h2>Memory timelines</h2>\n<p class='note'>Each case's step re-built from its record's inputs and "
-       "replayed "
-       "through the caching-allocator emulation on the simulated device (emulated).</p>\n";
+  h << "<h2>Memory timelines</h2>\n<p class='note'>Each probe record's step as its replay saw it (the "
+       "timeline the record carries: measured on a GPU, emulated on the simulated device).</p>\n";
   for (const auto& r : cases) {
-    if (r.kind != "probe" || !r.inputs || !r.where) continue;
-    try {
-      const probes::step_trace t = probes::build_trace(*r.inputs, *r.where, r.stage);
-      probes::sim_device dev(r.inputs->device.capacity, 2 << 20);
-      probes::caching_allocator a(dev, {});
-      const auto rep = probes::replay(t, a, true);
-      std::string svg = probes::timeline_svg(t, rep, r.inputs->device.capacity, r.origin);
-      if (svg.rfind("<?xml", 0) == 0) svg = svg.substr(svg.find("?>") + 2);
-      h << "<h3>" << esc(r.origin) << "</h3>\n" << svg << "\n";
-    } catch (const std::exception& e) {
-      h << "<p>" << esc(r.origin) << ": no timeline (" << esc(e.what()) << ")</p>\n";
+    if (r.kind != "probe" || !r.inputs) continue;
+    if (!r.timeline) {
+      h << "<p>" << esc(r.origin) << ": no timeline (a record written before headroom.measurement/1.5)</p>\n";
+      continue;
     }
+    std::string svg = records::timeline_svg(*r.timeline, r.inputs->device.capacity, r.origin);
+    h << "<h3>" << esc(r.origin) << (r.measured ? " (measured)" : " (emulated)") << "</h3>\n" << svg << "\n";
   }
   if (!skipped.empty()) {
     h << "<h2>Records not drawn</h2><ul>\n";

@@ -1,7 +1,7 @@
 // html_report.hpp: one self-contained HTML file (inline CSS and SVG, no script, no network) that shows a
 // set of records: predicted vs measured per case as bars, the residuals, the reserve's fitted parts when a
-// calibration is given, and each case's memory timeline (the step trace re-built from the record's inputs
-// and replayed on the simulated device: labelled emulated).
+// calibration is given, and each probe record's memory timeline as the record carries it (measured or
+// emulated, as the record says). Nothing is replayed: records are all it reads.
 #pragma once
 
 #include <optional>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "calibration.hpp"
-#include "probes/measurement.hpp"
+#include "probes/records/measurement_record.hpp"
 
 namespace headroom::calibrate {
 

@@ -15,7 +15,7 @@
 #include "exit_codes.hpp"
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
-#include "probes/results_file.hpp"
+#include "probes/io/results_file.hpp"
 
 namespace headroom::cli {
 

@@ -12,9 +12,9 @@
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
 #include "probe_command.hpp"
-#include "probes/device.hpp"
-#include "probes/gpu_backend.hpp"
-#include "probes/results_file.hpp"
+#include "probes/devices/device.hpp"
+#include "probes/cases/gpu_backend.hpp"
+#include "probes/io/results_file.hpp"
 #include "snapshot_command.hpp"
 #include "tables.hpp"
 #include "validate_command.hpp"
@@ -44,8 +44,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", HEADROOM_VERSION " (" HEADROOM_GIT_REVISION ")");
   plan_options plan;
   auto* plan_cmd = add_plan_command(app, plan);
-  probe_options trace, probe;
+  trace_options trace;
   auto* trace_cmd = add_trace_command(app, trace);
+  probe_command_options probe;
   auto* probe_cmd = add_probe_command(app, probe);
   snapshot_options snapshot;
   auto* snapshot_cmd = add_snapshot_command(app, snapshot);
@@ -60,8 +61,13 @@ int main(int argc, char** argv) {
   auto* recipes_cmd =
       app.add_subcommand("recipes", "List the precision recipes: bytes per parameter and what each shards");
   auto* context_cmd =
-      app.add_subcommand("context-probe", "Internal: measure the CUDA context (for --overheads)");
+      app.add_subcommand("context-probe", "Internal: measure the CUDA context (for probe overheads)");
   context_cmd->group("");  // not listed in --help
+  // The flag forms of `probe` that its subcommands replaced: one line naming the new form.
+  if (auto moved = moved_probe_form(argc, argv)) {
+    std::cerr << one_line(*moved) << "\n";
+    return exit_bad_input;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

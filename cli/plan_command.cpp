@@ -47,17 +47,17 @@ void add_problem_options(CLI::App* c, plan_options& o) {
   c->add_option("--vpp", o.vpp, "Virtual (interleaved) stages per pipeline rank")->capture_default_str();
   c->add_option("--zero", o.zero, "ZeRO stage 0..3")->capture_default_str();
   c->add_option("--recompute", o.recompute, "Activation recomputation: none, selective, full")
-      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->check(CLI::IsMember(names_of<recompute_mode>()))
       ->capture_default_str();
   c->add_flag("--sequence-parallel,!--no-sequence-parallel", o.sequence_parallel,
               "Sequence parallelism with tp > 1 (default on, as Megatron-LM recommends)");
   c->add_option("--attention", o.attention, "Attention kernel: eager (keeps s x s scores) or flash")
-      ->check(CLI::IsMember({"eager", "flash"}))
+      ->check(CLI::IsMember(names_of<attention_kind>()))
       ->capture_default_str();
   c->add_option("--loss", o.loss,
                 "How the loss holds the logits: fused (Megatron's vocab-parallel cross-entropy, 6 bytes per "
                 "logit) or unfused (F.cross_entropy on upcast logits, 18 bytes per logit)")
-      ->check(CLI::IsMember({"fused", "unfused"}))
+      ->check(CLI::IsMember(names_of<loss_kind>()))
       ->capture_default_str();
   c->add_flag("--offload-optimizer", o.offload,
               "ZeRO-Offload: master weights and optimizer states in host memory");
@@ -112,11 +112,15 @@ std::int64_t gib_flag(double v, const char* name) {
   return static_cast<std::int64_t>(std::llround(v * static_cast<double>(gib)));
 }
 
+// Returns the value of E named `s` (its name table, layout.hpp); throws bad_input naming `field`.
+template <class E>
+E named(const std::string& s, const char* field) {
+  if (auto v = parse_name<E>(s)) return *v;
+  throw bad_input(field, "must be " + names_phrase<E>() + ", got '" + s + "'");
+}
+
 recompute_mode recompute_from(const std::string& s) {
-  if (s == "none") return recompute_mode::none;
-  if (s == "selective") return recompute_mode::selective;
-  if (s == "full") return recompute_mode::full;
-  throw bad_input("recompute", "must be none, selective or full, got '" + s + "'");
+  return named<recompute_mode>(s, "recompute");
 }
 
 bool given(const plan_options& o, const char* name) {
@@ -141,11 +145,11 @@ problem problem_from(const plan_options& o) {
   p.training.seq = o.seq.value_or(p.model.seq);
   p.training.micro_batch = o.micro_batch;
   p.training.global_batch = o.global_batch;
-  p.training.attention = o.attention == "flash" ? attention_kind::flash : attention_kind::eager;
+  p.training.attention = named<attention_kind>(o.attention, "attention");
   p.device.capacity = gib_flag(o.gpu_mem_gib, "gpu-mem");
   p.device.reserve.fixed = gib_flag(o.reserve_gib, "reserve");
   p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
-  p.training.loss = o.loss == "unfused" ? loss_kind::unfused : loss_kind::fused;
+  p.training.loss = named<loss_kind>(o.loss, "loss");
   p.training.split = {o.pp_layout, o.first_stage_layers, o.last_stage_layers, o.embedding_as_layer,
                       o.loss_as_layer};
   if (o.first_stage_layers < 0 || o.last_stage_layers < 0)

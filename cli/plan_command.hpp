@@ -11,19 +11,24 @@
 
 namespace headroom::cli {
 
+// The defaults are the library's (default_problem(), training_spec, device_spec, layout): stated there once.
 struct plan_options {
   std::string preset, model_file, hf_config;
   std::optional<model_spec> inline_model;  // set by `validate` for a pack row that carries its model
   std::optional<std::int64_t> seq;
-  std::int64_t micro_batch = 1, global_batch = 1536;
-  std::string recipe = "bf16-adam";
+  std::int64_t micro_batch = training_spec{}.micro_batch, global_batch = training_spec{}.global_batch;
+  std::string recipe = default_recipe;
   std::optional<int> gpus;
-  int tp = 1, pp = 1, cp = 1, vpp = 1, zero = 0, units = 2;
-  std::string recompute = "none", attention = "eager", loss = "fused";
-  bool sequence_parallel = true, offload = false, reshard_after_forward = true;
-  std::int64_t zero3_live_params = 0;
-  double gpu_mem_gib = 192, reserve_gib = 10, fixed_overheads_gib = 1056.0 / 1024;
-  int gpus_per_node = 8;
+  int tp = layout{}.tp, pp = layout{}.pp, cp = layout{}.cp, vpp = layout{}.vpp, zero = layout{}.zero,
+      units = layout{}.zero3_inflight_units;
+  std::string recompute = to_string(layout{}.recompute), attention = to_string(training_spec{}.attention),
+              loss = to_string(training_spec{}.loss);
+  bool sequence_parallel = layout{}.sequence_parallel, offload = layout{}.offload_optimizer,
+       reshard_after_forward = layout{}.reshard_after_forward;
+  std::int64_t zero3_live_params = layout{}.zero3_live_params;
+  double gpu_mem_gib = to_gib(device_spec{}.capacity), reserve_gib = to_gib(device_spec{}.reserve.fixed),
+         fixed_overheads_gib = to_gib(device_spec{}.fixed_overheads);
+  int gpus_per_node = device_spec{}.gpus_per_node;
   std::string calibration;  // --calibration FILE
   bool strict_calibration = false;
   std::string target_gpu, target_driver;

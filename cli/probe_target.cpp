@@ -5,19 +5,19 @@
 #include <iostream>
 
 #include "planner/errors.hpp"
-#include "probes/measurement.hpp"
+#include "probes/cases/measurement.hpp"
 #include "version.hpp"
 
 namespace headroom::cli {
 
 using namespace headroom::probes;
 
-bool gpu_mem_given(const probe_options& o) {
+bool gpu_mem_given(const probe_case_options& o) {
   return o.problem.app && o.problem.app->count("--gpu-mem") > 0;
 }
 
-// Everything about the options that can be refused before a device is touched.
-caching_options check_options(const probe_options& o) {
+// Everything about the device options that can be refused before a device is touched.
+caching_options check_options(const probe_device_options& o) {
   if (!(o.granularity_mib > 0) || o.granularity_mib > 1024 || std::fmod(o.granularity_mib * 1024, 1.0) != 0)
     throw bad_input("granularity-mib", "must be a positive whole number of KiB up to 1024 MiB");
   caching_options copt;
@@ -32,21 +32,26 @@ caching_options check_options(const probe_options& o) {
                     "--max-split-size-mb and --expandable-segments apply to the caching allocator");
   if (o.allocator == "driver-pool" && o.backend != "cuda")
     throw bad_input("allocator", "driver-pool is CUDA's own allocator: it needs --backend cuda");
-  if (o.overheads && (!o.max_fit.empty() || !o.trace_file.empty() || !o.timeline_out.empty()))
-    throw bad_input("overheads",
-                    "--overheads measures the GPU stack alone: no --max-fit, --trace or --timeline");
-  if (!o.max_fit.empty() && (!o.trace_file.empty() || !o.timeline_out.empty()))
-    throw bad_input("max-fit", "--max-fit builds a trace per value: no --trace or --timeline");
-  if (!(o.rank_timeout_s > 0) || o.rank_timeout_s > 86400)
-    throw bad_input("rank-timeout", "must be between 0 and 86400 seconds");
-  if (!(o.bucket_mb > 0) || o.bucket_mb > 65536)
-    throw bad_input("bucket-mb", "must be a positive number of MiB up to 65536");
   if (o.backend == "cuda" && o.granularity_mib != 2)
     throw bad_input("granularity-mib", "is the sim device's page size; a GPU reports its own");
   return copt;
 }
 
-std::optional<probe_target> open_target(const probe_options& o, const caching_options& copt, problem& p) {
+caching_options check_options(const probe_replay_options& o) {
+  const caching_options copt = check_options(static_cast<const probe_device_options&>(o));
+  if (!(o.rank_timeout_s > 0) || o.rank_timeout_s > 86400)
+    throw bad_input("rank-timeout", "must be between 0 and 86400 seconds");
+  check_bucket_mb(o.bucket_mb);
+  return copt;
+}
+
+void check_bucket_mb(double bucket_mb) {
+  if (!(bucket_mb > 0) || bucket_mb > 65536)
+    throw bad_input("bucket-mb", "must be a positive number of MiB up to 65536");
+}
+
+std::optional<probe_target> open_target(const probe_device_options& o, const caching_options& copt,
+                                        problem& p) {
   probe_target t;
   if (o.backend == "cuda") {
     if (auto why = cuda_unavailable_reason()) {
@@ -90,17 +95,17 @@ target_run run_on_target(probe_target& target, const step_trace& t, const stage_
   return r;
 }
 
-environment environment_of(const probe_options& o, const probe_target* t) {
+environment environment_of(const probe_case_options& o, const probe_target* t) {
   environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, std::nullopt};
   if (t && t->gpu) env.gpu = t->gpu->environment();
   return env;
 }
 
-nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l) {
+nlohmann::json case_inputs(const problem& p, const layout& l, const std::string& trace_file) {
   nlohmann::json inputs = record_inputs(p, l);
   inputs["tool_version"] = HEADROOM_VERSION;
   inputs["git_revision"] = HEADROOM_GIT_REVISION;
-  inputs["trace_file"] = o.trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.trace_file);
+  inputs["trace_file"] = trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace_file);
   return inputs;
 }
 

@@ -1,6 +1,6 @@
-// probe_target.hpp: what every probe command shares: the options that can be refused before a device is
-// touched, the device a case runs on (sim, or a CUDA GPU) with its allocator and checker factories, and the
-// environment and inputs a record carries. Used by `probe` (one rank) and the multi-rank probe.
+// probe_target.hpp: what the probes of a planner case share: the options that can be refused before a device
+// is touched, the device a case runs on (sim, or a CUDA GPU) with its allocator and checker factories, and the
+// environment and inputs a record carries. Used by `probe replay` (one rank and multi-rank) and `probe max-fit`.
 #pragma once
 
 #include <functional>
@@ -11,20 +11,24 @@
 
 #include "planner/layout.hpp"
 #include "probe_command.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/gpu_backend.hpp"
-#include "probes/measurement.hpp"
-#include "probes/probe_case.hpp"
-#include "probes/sim_device.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/cases/gpu_backend.hpp"
+#include "probes/cases/measurement.hpp"
+#include "probes/cases/probe_case.hpp"
+#include "probes/devices/sim_device.hpp"
 
 namespace headroom::cli {
 
 // True when --gpu-mem was given on the command line.
-bool gpu_mem_given(const probe_options& o);
+bool gpu_mem_given(const probe_case_options& o);
 
 // Returns the caching options; throws bad_input for every option that can be refused before a device is
-// touched (granularity, max_split_size, combinations).
-probes::caching_options check_options(const probe_options& o);
+// touched (granularity, max_split_size, the allocator with the backend).
+probes::caching_options check_options(const probe_device_options& o);
+// The same, and the multi-rank figures (--bucket-mb, --rank-timeout) of `probe replay`.
+probes::caching_options check_options(const probe_replay_options& o);
+// Throws bad_input unless the gradient bucket (--bucket-mb) is a positive number of MiB up to 65536.
+void check_bucket_mb(double bucket_mb);
 
 // The device a case runs on, with its allocator and checker factories.
 struct probe_target {
@@ -39,7 +43,7 @@ struct probe_target {
 
 // Returns the target, or nullopt after printing why there is no GPU (the caller exits 4). For the CUDA
 // backend the planner's capacity becomes the cap, or the card's total.
-std::optional<probe_target> open_target(const probe_options& o, const probes::caching_options& copt,
+std::optional<probe_target> open_target(const probe_device_options& o, const probes::caching_options& copt,
                                         problem& p);
 
 // One step trace replayed on a target: the case and its measurement.
@@ -55,9 +59,13 @@ target_run run_on_target(probe_target& target, const probes::step_trace& t, cons
                          bool record_timeline);
 
 // Returns the tool and GPU stack a record carries.
-probes::environment environment_of(const probe_options& o, const probe_target* t);
+probes::environment environment_of(const probe_case_options& o, const probe_target* t);
 
-// Returns the record's inputs: the problem and layout (problem_json), tool version, trace file.
-nlohmann::json case_inputs(const probe_options& o, const problem& p, const layout& l);
+// Returns the record's inputs: the problem and layout (problem_json), tool version, trace file (null when
+// empty).
+nlohmann::json case_inputs(const problem& p, const layout& l, const std::string& trace_file);
+inline nlohmann::json case_inputs(const probe_replay_options& o, const problem& p, const layout& l) {
+  return case_inputs(p, l, o.trace_file);
+}
 
 }  // namespace headroom::cli

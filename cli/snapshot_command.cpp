@@ -1,5 +1,5 @@
-// snapshot_command.cpp: `headroom snapshot` and `headroom probe --snapshot` (see snapshot_command.hpp).
-// Parsing and printing only: reading, summarising and replaying snapshots live in probes/snapshot.cpp.
+// snapshot_command.cpp: `headroom snapshot` and `headroom probe snapshot` (see snapshot_command.hpp).
+// Parsing and printing only: reading, summarising and replaying snapshots live in probes/snapshots/.
 #include "snapshot_command.hpp"
 
 #include <cstdio>
@@ -11,11 +11,16 @@
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
-#include "probes/measurement.hpp"
-#include "probes/results_file.hpp"
-#include "probes/snapshot.hpp"
-#include "probes/trace_io.hpp"
+#include "planner/units.hpp"
+#include "probe_command.hpp"
+#include "probes/cases/measurement.hpp"
+#include "probes/io/results_file.hpp"
+#include "probes/snapshots/snapshot.hpp"
+#include "probes/snapshots/snapshot_record.hpp"
+#include "probes/snapshots/what_if.hpp"
+#include "probes/trace/trace_io.hpp"
 #include "tables.hpp"
+#include "probes/records/envelope.hpp"
 
 namespace headroom::cli {
 
@@ -25,7 +30,7 @@ namespace {
 
 std::string mib(std::int64_t b) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  std::snprintf(buf, sizeof buf, "%.2f MiB", to_mib(b));
   return buf;
 }
 
@@ -33,7 +38,7 @@ bool given(const plan_options& o, const char* name) {
   return o.app && o.app->count(name) > 0;
 }
 
-// The record of `probe --snapshot` (headroom.snapshot_replay/1): the emulation's figures beside the real
+// The record of `probe snapshot` (records::kind::snapshot_replay): the emulation's figures beside the real
 // allocator's, and where they first differ.
 nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, const snapshot_replay& r,
                              bool same_settings, const caching_options& o) {
@@ -45,8 +50,7 @@ nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, c
   nlohmann::json real = nullptr;
   if (same_settings)
     real = {{"peak_reserved", r.real_peak_reserved}, {"segments_created", r.real_segments_created}};
-  return {
-      {"schema", "headroom.snapshot_replay/1"},
+  return records::enveloped(records::kind::snapshot_replay, {
       {"source", s.origin},
       {"device", t.device},
       {"cold", t.cold},
@@ -73,170 +77,110 @@ nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, c
         {"divergence", r.divergence}}},
       {"note",
        "emulated: headroom's caching-allocator emulation replaying the snapshot's alloc / free sequence; "
-       "real: what PyTorch's allocator did on the recording GPU (measured)"}};
+       "real: what PyTorch's allocator did on the recording GPU (measured)"}});
 }
 
-}  // namespace
+// The planner's prediction for the run's model and layout (worst stage), when `headroom snapshot` is given
+// them: the record's "inputs", "stage" and "predicted".
+void add_prediction(nlohmann::json& record, const plan_options& o) {
+  const problem p = problem_from(o);
+  const layout l = layout_from(o);
+  const breakdown b = estimate(p, l);
+  const auto& w = b.worst_stage();
+  record["inputs"] = record_inputs(p, l);
+  record["stage"] = w.stage;
+  record["predicted"] = {{"persistent_bytes", w.persistent},
+                         {"transient_bytes", w.transient},
+                         {"activation_bytes", w.activations},
+                         {"working_set_bytes", w.working_set},
+                         {"output_phase_bytes", w.output_phase},
+                         {"step_peak_bytes", w.step_peak},
+                         {"reserve_bytes", w.reserve},
+                         {"total_bytes", w.total},
+                         {"capacity_bytes", w.capacity},
+                         {"note",
+                          "predicted by the analytic model for the run's model and layout (worst "
+                          "stage), beside the measured peaks"}};
+}
 
-CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
-  auto* c = app.add_subcommand(
-      "snapshot", "Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): what it measured");
-  c->add_option("file", o.file, "The snapshot: a pickle, or the same content as JSON")->required();
-  c->add_option("--json", o.json_out, "Write the record (headroom.measurement/1.2) to FILE ('-' for stdout)");
-  c->add_option("--trace", o.trace_out,
-                "Write the device's trace (headroom.trace/1.1) to FILE ('-' for stdout)");
-  c->add_option("--device", o.device, "Device trace to convert with --trace")->capture_default_str();
-  c->add_flag("--force", o.force, "Replace output files that exist");
-  add_problem_options(c, o.problem);
-  // The model and layout are optional here: given, the planner's prediction joins the record.
-  c->get_option_group("model")->require_option(-1);
+// What one device's trace measured, as `headroom snapshot` prints it.
+void write_device_summary(std::ostream& out, const snap_device_summary& d) {
+  out << "\ndevice " << d.device << ": " << d.events << " events (";
+  bool first = true;
+  for (const auto& [k, n] : d.counts) {
+    out << (first ? "" : ", ") << k << " " << n;
+    first = false;
+  }
+  out << "), " << d.streams.size() << " stream" << (d.streams.size() == 1 ? "" : "s") << "\n";
+  out << "  " << (d.cold ? "cold" : "warm") << ": " << d.cold_why << "\n";
+  if (d.live_before)
+    out << "  alive before recording: " << d.live_before << " blocks, " << mib(d.live_before_bytes) << "\n";
+  if (!d.cold)
+    out << "  state at the start: "
+        << (d.start_reconstructed ? d.start_why : "not reconstructed (" + d.start_why + ")") << "\n";
+  out << "  peak requested   " << mib(d.peak_requested) << " at event " << d.peak_requested_event << "\n";
+  out << "  peak reserved    " << mib(d.peak_reserved) << " at event " << d.peak_reserved_event
+      << (d.reserved_from_events ? " (from segment events)"
+                                 : " (no segment events: the final segments' total)")
+      << "\n";
+  char frag[64];
+  std::snprintf(frag, sizeof frag, "%.1f%%", 100 * d.fragmentation_at_reserved_peak);
+  out << "  fragmentation at the reserved peak " << frag << " (1 - requested / reserved; requested "
+      << mib(d.requested_at_reserved_peak) << ")\n";
+  if (d.empty_cache_calls)
+    out << "  empty_cache: " << d.empty_cache_calls << " (segment frees outside a retry)\n";
+  out << "  largest live blocks at the requested peak:\n";
+  for (const auto& b : d.largest_at_peak)
+    out << "    " << mib(b.size) << "  " << (b.frame.empty() ? "(no frames recorded)" : b.frame) << "\n";
+  if (d.ooms.empty()) out << "  out-of-memory events: none\n";
+  for (const auto& oom : d.ooms)
+    out << "  OUT OF MEMORY at event " << oom.event << ": " << mib(oom.size) << " requested, "
+        << (oom.device_free >= 0 ? mib(oom.device_free) : std::string("?")) << " free on the device"
+        << (oom.frame.empty() ? "" : ", in " + oom.frame) << "\n";
+}
+
+// The capacity a snapshot replays under: --gpu-mem, else the snapshot's when recorded, else unbounded (no
+// out-of-memory emulated).
+struct replay_capacity {
+  std::int64_t bytes = std::int64_t{1} << 50;
+  std::string from = "unknown (no out-of-memory emulated; give --gpu-mem)";
+  const char* source = "unbounded";  // the record's "from"
+};
+
+replay_capacity capacity_of(const probe_snapshot_options& o, const torch_snapshot& s) {
+  replay_capacity c;
+  if (o.gpu_mem_gib) {
+    if (!(*o.gpu_mem_gib > 0) || *o.gpu_mem_gib > 1e6)
+      throw bad_input("gpu-mem", "must be a positive number of GiB");
+    c.bytes = static_cast<std::int64_t>(*o.gpu_mem_gib * static_cast<double>(gib));
+    c.from = gib_str(c.bytes, 2) + " GiB from --gpu-mem";
+    c.source = "--gpu-mem";
+  } else if (s.capacity) {
+    c.bytes = *s.capacity;
+    c.from = gib_str(c.bytes, 2) + " GiB recorded in the snapshot";
+    c.source = "snapshot";
+  }
   return c;
 }
 
-int run_snapshot(const snapshot_options& o) {
-  output_set outs(o.force, &std::cout);
-  outs.expect(o.json_out);
-  outs.expect(o.trace_out);
-  const torch_snapshot s = load_snapshot(o.file);
-  const snap_summary sum = summarise(s);
-  nlohmann::json record = snapshot_record(s, sum);
-  // The run's model and layout, when given: the planner's prediction beside what was measured.
-  const bool with_model =
-      given(o.problem, "--preset") || given(o.problem, "--model") || given(o.problem, "--hf-config");
-  if (with_model) {
-    const problem p = problem_from(o.problem);
-    const layout l = layout_from(o.problem);
-    const breakdown b = estimate(p, l);
-    const auto& w = b.worst_stage();
-    record["inputs"] = record_inputs(p, l);
-    record["stage"] = w.stage;
-    record["predicted"] = {{"persistent_bytes", w.persistent},
-                           {"transient_bytes", w.transient},
-                           {"activation_bytes", w.activations},
-                           {"working_set_bytes", w.working_set},
-                           {"output_phase_bytes", w.output_phase},
-                           {"step_peak_bytes", w.step_peak},
-                           {"reserve_bytes", w.reserve},
-                           {"total_bytes", w.total},
-                           {"capacity_bytes", w.capacity},
-                           {"note",
-                            "predicted by the analytic model for the run's model and layout (worst "
-                            "stage), beside the measured peaks"}};
+// The settings the emulation replays under: the recorded ones, unless the command line gives others.
+caching_options settings_of(const probe_snapshot_options& o, const torch_snapshot& s) {
+  if (!o.expandable_segments && !o.max_split_size_mb) return recorded_options(s);
+  caching_options copt;
+  copt.expandable_segments = o.expandable_segments;
+  if (o.max_split_size_mb) {
+    if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
+      throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
+    copt.max_split_size =
+        static_cast<std::int64_t>(*o.max_split_size_mb * static_cast<double>(headroom::mib));
   }
-  std::ostringstream out;
-  out << "headroom snapshot: " << o.file
-      << "\nmeasured by PyTorch's caching allocator on the recording GPU\n";
-  if (s.settings.recorded)
-    out << "allocator settings: PYTORCH_CUDA_ALLOC_CONF='" << s.settings.conf << "', max_split_size "
-        << (s.settings.max_split_size ? mib(*s.settings.max_split_size) : std::string("none"))
-        << ", expandable_segments " << (s.settings.expandable_segments ? "on" : "off") << "\n";
-  else
-    out << "allocator settings: not recorded\n";
-  for (const auto& d : sum.devices) {
-    out << "\ndevice " << d.device << ": " << d.events << " events (";
-    bool first = true;
-    for (const auto& [k, n] : d.counts) {
-      out << (first ? "" : ", ") << k << " " << n;
-      first = false;
-    }
-    out << "), " << d.streams.size() << " stream" << (d.streams.size() == 1 ? "" : "s") << "\n";
-    out << "  " << (d.cold ? "cold" : "warm") << ": " << d.cold_why << "\n";
-    if (d.live_before)
-      out << "  alive before recording: " << d.live_before << " blocks, " << mib(d.live_before_bytes) << "\n";
-    if (!d.cold)
-      out << "  state at the start: "
-          << (d.start_reconstructed ? d.start_why : "not reconstructed (" + d.start_why + ")") << "\n";
-    out << "  peak requested   " << mib(d.peak_requested) << " at event " << d.peak_requested_event << "\n";
-    out << "  peak reserved    " << mib(d.peak_reserved) << " at event " << d.peak_reserved_event
-        << (d.reserved_from_events ? " (from segment events)"
-                                   : " (no segment events: the final segments' total)")
-        << "\n";
-    char frag[64];
-    std::snprintf(frag, sizeof frag, "%.1f%%", 100 * d.fragmentation_at_reserved_peak);
-    out << "  fragmentation at the reserved peak " << frag << " (1 - requested / reserved; requested "
-        << mib(d.requested_at_reserved_peak) << ")\n";
-    if (d.empty_cache_calls)
-      out << "  empty_cache: " << d.empty_cache_calls << " (segment frees outside a retry)\n";
-    out << "  largest live blocks at the requested peak:\n";
-    for (const auto& b : d.largest_at_peak)
-      out << "    " << mib(b.size) << "  " << (b.frame.empty() ? "(no frames recorded)" : b.frame) << "\n";
-    if (d.ooms.empty()) out << "  out-of-memory events: none\n";
-    for (const auto& oom : d.ooms)
-      out << "  OUT OF MEMORY at event " << oom.event << ": " << mib(oom.size) << " requested, "
-          << (oom.device_free >= 0 ? mib(oom.device_free) : std::string("?")) << " free on the device"
-          << (oom.frame.empty() ? "" : ", in " + oom.frame) << "\n";
-  }
-  out << "\nfinal segments: " << sum.final_segments << ", reserved " << mib(sum.final_reserved)
-      << ", allocated " << mib(sum.final_allocated) << ", requested " << mib(sum.final_requested) << "\n";
-  if (with_model) {
-    const auto& w = record["predicted"];
-    out << "predicted for this run (analytic model, worst rank): step peak "
-        << gib_str(w["step_peak_bytes"].get<std::int64_t>(), 2) << " GiB, seed total "
-        << gib_str(w["total_bytes"].get<std::int64_t>(), 2) << " GiB\n";
-  }
-  if (!o.trace_out.empty()) {
-    const auto t = std::make_shared<const snapshot_trace>(snapshot_to_trace(s, o.device));
-    outs.add(o.trace_out, [t](std::ostream& f) {
-      write_trace_json(f, t->trace);
-      f << "\n";
-    });
-    out << "trace of device " << o.device << " written to " << o.trace_out << " (" << t->trace.events.size()
-        << " events"
-        << (t->approximate ? "; warm: the blocks alive before recording are allocated first, approximate"
-            : t->cold      ? ""
-                           : "; warm: the blocks alive before recording are allocated first; `probe "
-                             "--snapshot` starts from the reconstructed state instead")
-        << ")\n";
-  }
-  if (!o.json_out.empty()) {
-    outs.add(o.json_out, record.dump(2) + "\n");
-    if (o.json_out != "-") out << "record written to " << o.json_out << "\n";
-  }
-  outs.commit();
-  if (!outs.to_stdout()) std::cout << out.str();
-  return exit_fits;
+  return copt;
 }
 
-int run_snapshot_probe(const probe_options& o) {
-  if (o.allocator != "caching")
-    throw bad_input("allocator",
-                    "--snapshot replays through the caching allocator emulation (PyTorch's policy)");
-  if (!o.timeline_out.empty()) throw bad_input("timeline", "does not apply to --snapshot");
-  output_set outs(o.force, &std::cout);
-  outs.expect(o.json_out);
-  const torch_snapshot s = load_snapshot(o.snapshot_file);
-  const snapshot_trace t = snapshot_to_trace(s, o.snapshot_device);
-  // Capacity: the snapshot's when recorded, else --gpu-mem, else unbounded (no out-of-memory emulated).
-  std::int64_t capacity = std::int64_t{1} << 50;
-  std::string capacity_from = "unknown (no out-of-memory emulated; give --gpu-mem)";
-  const char* capacity_source = "unbounded";
-  if (given(o.problem, "--gpu-mem")) {
-    if (!(o.problem.gpu_mem_gib > 0) || o.problem.gpu_mem_gib > 1e6)
-      throw bad_input("gpu-mem", "must be a positive number of GiB");
-    capacity = static_cast<std::int64_t>(o.problem.gpu_mem_gib * static_cast<double>(1 << 30));
-    capacity_from = gib_str(capacity, 2) + " GiB from --gpu-mem";
-    capacity_source = "--gpu-mem";
-  } else if (s.capacity) {
-    capacity = *s.capacity;
-    capacity_from = gib_str(capacity, 2) + " GiB recorded in the snapshot";
-    capacity_source = "snapshot";
-  }
-  caching_options copt = recorded_options(s);
-  const bool asked = o.expandable_segments || o.max_split_size_mb.has_value();
-  if (asked) {
-    copt = {};
-    copt.expandable_segments = o.expandable_segments;
-    if (o.max_split_size_mb) {
-      if (!(*o.max_split_size_mb >= 20) || *o.max_split_size_mb > 1e9)
-        throw bad_input("max-split-size-mb", "must be at least 20 (PyTorch's lower limit)");
-      copt.max_split_size = static_cast<std::int64_t>(*o.max_split_size_mb * (1 << 20));
-    }
-  }
-  const caching_options rec = recorded_options(s);
-  const bool same_settings = copt == rec;
-  const snapshot_replay r = replay_snapshot(s, t, copt, capacity, same_settings);
-  std::ostringstream out;
-  out << "headroom probe --snapshot " << o.snapshot_file << ": device " << t.device << ", "
+// The head of `probe snapshot`'s text: the trace, its start, what is compared, the capacity.
+void write_replay_head(std::ostream& out, const probe_snapshot_options& o, const snapshot_trace& t,
+                       const snapshot_replay& r, const replay_capacity& cap) {
+  out << "headroom probe snapshot " << o.file << ": device " << t.device << ", "
       << (t.cold ? "cold trace" : "warm trace") << ", " << t.trace.events.size() << " events\n";
   if (!t.cold)
     out << (t.start.reconstructed ? "state at the start: " + t.start.why +
@@ -247,7 +191,11 @@ int run_snapshot_probe(const probe_options& o) {
                                         "): the blocks alive then are allocated first (approximate)")
         << "\n";
   out << "real: measured by PyTorch on the recording GPU; emulated: headroom's " << r.settings << "\n";
-  out << "capacity: " << capacity_from << "\n\n";
+  out << "capacity: " << cap.from << "\n\n";
+}
+
+// The emulation beside the real allocator (under the recorded settings), or alone (under others).
+void write_replay_comparison(std::ostream& out, const snapshot_replay& r, bool same_settings) {
   char line[160];
   if (same_settings) {
     std::snprintf(line, sizeof line, "%-22s %18s %18s\n", "", "real", "emulated");
@@ -279,39 +227,142 @@ int run_snapshot_probe(const probe_options& o) {
   if (r.oom_event)
     out << "OUT OF MEMORY in the emulation at snapshot event " << *r.oom_event << " (" << mib(r.oom_bytes)
         << " requested)\n";
-  nlohmann::json record = replay_record(s, t, r, same_settings, copt);
-  record["capacity"] = {{"bytes", capacity}, {"from", capacity_source}};
-  if (o.what_if) {
-    out << "\nwhat if (the same sequence under other settings, emulated):\n";
-    std::snprintf(line, sizeof line, "%-28s %16s %10s %26s%s\n", "setting", "reserved peak", "maps",
-                  "least capacity that runs", t.cold ? "" : "  start");
+}
+
+// --what-if: the same sequence under other settings, its table and the record's rows.
+nlohmann::json write_what_if(std::ostream& out, const torch_snapshot& s, const snapshot_trace& t,
+                             std::int64_t capacity) {
+  char line[160];
+  out << "\nwhat if (the same sequence under other settings, emulated):\n";
+  std::snprintf(line, sizeof line, "%-28s %16s %10s %26s%s\n", "setting", "reserved peak", "maps",
+                "least capacity that runs", t.cold ? "" : "  start");
+  out << line;
+  auto start = [&t](const what_if_row& row) {
+    return t.cold ? "cold" : row.replayed.from_start_state ? "reconstructed" : "alive blocks allocated first";
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : what_if(s, t, capacity)) {
+    rows.push_back({{"setting", row.setting},
+                    {"peak_reserved", row.replayed.peak_reserved},
+                    {"maps", row.replayed.segments_created},
+                    {"least_capacity",
+                     row.least_capacity ? nlohmann::json(row.least_capacity) : nlohmann::json(nullptr)},
+                    {"start", start(row)}});
+    std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s%s\n", row.setting.c_str(),
+                  mib(row.replayed.peak_reserved).c_str(),
+                  static_cast<long long>(row.replayed.segments_created),
+                  row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity",
+                  t.cold ? "" : (std::string("  ") + start(row)).c_str());
     out << line;
-    const auto rows = what_if(s, t, capacity);
-    nlohmann::json jrows = nlohmann::json::array();
-    for (const auto& row : rows)
-      jrows.push_back({{"setting", row.setting},
-                       {"peak_reserved", row.replayed.peak_reserved},
-                       {"maps", row.replayed.segments_created},
-                       {"least_capacity",
-                        row.least_capacity ? nlohmann::json(row.least_capacity) : nlohmann::json(nullptr)},
-                       {"start", t.cold                          ? "cold"
-                                 : row.replayed.from_start_state ? "reconstructed"
-                                                                 : "alive blocks allocated first"}});
-    record["what_if"] = jrows;
-    for (const auto& row : rows) {
-      std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s%s\n", row.setting.c_str(),
-                    mib(row.replayed.peak_reserved).c_str(),
-                    static_cast<long long>(row.replayed.segments_created),
-                    row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity",
-                    t.cold                          ? ""
-                    : row.replayed.from_start_state ? "  reconstructed"
-                                                    : "  alive blocks allocated first");
-      out << line;
-    }
-    if (!t.cold)
-      out << "(a warm trace starts from the reconstructed state only under the recorded settings: another "
-             "policy would have left other segments; \"maps\" counts the segments mapped in the window)\n";
   }
+  if (!t.cold)
+    out << "(a warm trace starts from the reconstructed state only under the recorded settings: another "
+           "policy would have left other segments; \"maps\" counts the segments mapped in the window)\n";
+  return rows;
+}
+
+}  // namespace
+
+CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
+  auto* c = app.add_subcommand(
+      "snapshot", "Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): what it measured");
+  c->add_option("file", o.file, "The snapshot: a pickle, or the same content as JSON")->required();
+  c->add_option("--json", o.json_out, "Write the record (headroom.measurement/1.2) to FILE ('-' for stdout)");
+  c->add_option("--trace", o.trace_out,
+                "Write the device's trace (headroom.trace/1.1) to FILE ('-' for stdout)");
+  c->add_option("--device", o.device, "Device trace to convert with --trace")->capture_default_str();
+  c->add_flag("--force", o.force, "Replace output files that exist");
+  add_problem_options(c, o.problem);
+  // The model and layout are optional here: given, the planner's prediction joins the record.
+  c->get_option_group("model")->require_option(-1);
+  return c;
+}
+
+CLI::App* add_probe_snapshot_command(CLI::App* probe, probe_snapshot_options& o) {
+  auto* c = probe->add_subcommand(
+      "snapshot", "Replay a PyTorch memory snapshot (pickle or JSON) through the allocator emulation");
+  c->add_option("file", o.file, "The snapshot: a pickle, or the same content as JSON")->required();
+  c->add_option("--device,--snapshot-device", o.device, "The device trace to replay")->capture_default_str();
+  c->add_flag("--what-if", o.what_if,
+              "The same sequence under other settings and the least capacity each needs");
+  c->add_option("--gpu-mem", o.gpu_mem_gib, "Capacity, GiB (default: the snapshot's, else unbounded)");
+  c->add_option("--max-split-size-mb", o.max_split_size_mb, "Replay under PyTorch's max_split_size_mb");
+  c->add_flag("--expandable-segments", o.expandable_segments,
+              "Replay under PyTorch's expandable_segments:True");
+  c->add_option("--json", o.json_out,
+                "Write the record (" + records::schema_of(records::kind::snapshot_replay) + ") to FILE ('-' for stdout)");
+  c->add_flag("--force", o.force, "Replace output files that exist");
+  return c;
+}
+
+int run_snapshot(const snapshot_options& o) {
+  output_set outs(o.force, &std::cout);
+  outs.expect(o.json_out);
+  outs.expect(o.trace_out);
+  const torch_snapshot s = load_snapshot(o.file);
+  const snap_summary sum = summarise(s);
+  nlohmann::json record = snapshot_record(s, sum);
+  // The run's model and layout, when given: the planner's prediction beside what was measured.
+  const bool with_model =
+      given(o.problem, "--preset") || given(o.problem, "--model") || given(o.problem, "--hf-config");
+  if (with_model) add_prediction(record, o.problem);
+  std::ostringstream out;
+  out << "headroom snapshot: " << o.file
+      << "\nmeasured by PyTorch's caching allocator on the recording GPU\n";
+  if (s.settings.recorded)
+    out << "allocator settings: PYTORCH_CUDA_ALLOC_CONF='" << s.settings.conf << "', max_split_size "
+        << (s.settings.max_split_size ? mib(*s.settings.max_split_size) : std::string("none"))
+        << ", expandable_segments " << (s.settings.expandable_segments ? "on" : "off") << "\n";
+  else
+    out << "allocator settings: not recorded\n";
+  for (const auto& d : sum.devices) write_device_summary(out, d);
+  out << "\nfinal segments: " << sum.final_segments << ", reserved " << mib(sum.final_reserved)
+      << ", allocated " << mib(sum.final_allocated) << ", requested " << mib(sum.final_requested) << "\n";
+  if (with_model) {
+    const auto& w = record["predicted"];
+    out << "predicted for this run (analytic model, worst rank): step peak "
+        << gib_str(w["step_peak_bytes"].get<std::int64_t>(), 2) << " GiB, seed total "
+        << gib_str(w["total_bytes"].get<std::int64_t>(), 2) << " GiB\n";
+  }
+  if (!o.trace_out.empty()) {
+    const auto t = std::make_shared<const snapshot_trace>(snapshot_to_trace(s, o.device));
+    outs.add(o.trace_out, [t](std::ostream& f) {
+      write_trace_json(f, t->trace);
+      f << "\n";
+    });
+    out << "trace of device " << o.device << " written to " << o.trace_out << " (" << t->trace.events.size()
+        << " events"
+        << (t->approximate ? "; warm: the blocks alive before recording are allocated first, approximate"
+            : t->cold      ? ""
+                           : "; warm: the blocks alive before recording are allocated first; `probe "
+                             "snapshot` starts from the reconstructed state instead")
+        << ")\n";
+  }
+  if (!o.json_out.empty()) {
+    outs.add(o.json_out, record.dump(2) + "\n");
+    if (o.json_out != "-") out << "record written to " << o.json_out << "\n";
+  }
+  outs.commit();
+  if (!outs.to_stdout()) std::cout << out.str();
+  return exit_fits;
+}
+
+int run_probe_snapshot(const probe_snapshot_options& o) {
+  if (auto refused = refused_under_launcher("snapshot")) return *refused;
+  output_set outs(o.force, &std::cout);
+  outs.expect(o.json_out);
+  const torch_snapshot s = load_snapshot(o.file);
+  const snapshot_trace t = snapshot_to_trace(s, o.device);
+  const replay_capacity cap = capacity_of(o, s);
+  const caching_options copt = settings_of(o, s);
+  const bool same_settings = copt == recorded_options(s);
+  const snapshot_replay r = replay_snapshot(s, t, copt, cap.bytes, same_settings);
+  std::ostringstream out;
+  write_replay_head(out, o, t, r, cap);
+  write_replay_comparison(out, r, same_settings);
+  nlohmann::json record = replay_record(s, t, r, same_settings, copt);
+  record["capacity"] = {{"bytes", cap.bytes}, {"from", cap.source}};
+  if (o.what_if) record["what_if"] = write_what_if(out, s, t, cap.bytes);
   if (!o.json_out.empty()) {
     outs.add(o.json_out, record.dump(2) + "\n");
     if (o.json_out != "-") out << "record written to " << o.json_out << "\n";

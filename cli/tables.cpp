@@ -9,7 +9,7 @@
 #include "planner/problem_json.hpp"
 #include "planner/recipe.hpp"
 #include "planner/units.hpp"
-#include "version.hpp"
+#include "probes/records/envelope.hpp"
 
 namespace headroom::cli {
 
@@ -21,10 +21,9 @@ std::string pad(std::string s, std::size_t w) {
   if (s.size() < w) s.append(w - s.size(), ' ');
   return s;
 }
+// Returns bytes as the seed's 8-wide GiB number column.
 std::string num8(std::int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%8.1f", to_gib(bytes));
-  return buf;
+  return gib_cell(bytes, 8);
 }
 // The seed's columns: strategy 32, axes 23 (wider when the search adds vpp and micro-batch), then numbers
 // right-aligned in 8, 9, 9, 9.
@@ -86,9 +85,9 @@ void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width) {
   o << std::string(rule_width + (with_cost ? cost_width : 0) + (axes_width - 23), '-') << "\n";
 }
 
-bool write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
-                     const layout_cost* cost, const std::string& axes, std::size_t axes_width) {
-  std::string fits = !w.fits ? "no" : w.headroom < p.device.capacity / 20 ? "tight" : "yes";
+bool write_table_row(std::ostream& o, const layout& l, const stage_breakdown& w, const layout_cost* cost,
+                     const std::string& axes, std::size_t axes_width) {
+  std::string fits = !w.fits ? "no" : w.tight() ? "tight" : "yes";
   o << pad(strategy_name(l), 32) << axes_cell(axes.empty() ? axes_string(l) : axes, axes_width)
     << num8(w.state) << " " << num8(w.activations) << " " << num8(w.reserve) << " "
     << num8(w.decisive_total()) << (w.peak_decides() ? "* " : "  ");
@@ -136,11 +135,9 @@ void write_recipes(std::ostream& o) {
   }
 }
 
-nlohmann::json inputs_json(const problem& p) {
-  nlohmann::json j = {{"tool", "headroom"},
-                      {"tool_version", HEADROOM_VERSION},
-                      {"git_revision", HEADROOM_GIT_REVISION},
-                      {"predicted", true}};
+nlohmann::json inputs_json(const problem& p, records::kind k) {
+  nlohmann::json j = records::envelope(k);
+  j["predicted"] = true;
   j.update(problem_to_json(p));
   return j;
 }
@@ -224,21 +221,17 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   o << "predicted by the analytic model (not measured); GiB per GPU\n\n";
   write_table_header(o, p, false);
   write_table_rule(o, false);
-  const bool peak = write_table_row(o, p, l, w, nullptr);
+  const bool peak = write_table_row(o, l, w, nullptr);
   write_table_rule(o, false);
   write_peak_note(o, peak);
   o << "\nworst rank: stage " << w.stage << " of " << l.pp << "\n";
   auto line = [&](const std::string& what, std::int64_t bytes, const std::string& note = "") {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%10.1f GiB", to_gib(bytes));
-    o << "  " << pad(what, 34) << buf << (note.empty() ? "" : "   " + note) << "\n";
+    o << "  " << pad(what, 34) << gib_cell(bytes, 10) << " GiB" << (note.empty() ? "" : "   " + note) << "\n";
   };
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
     const auto& buf = p.precision.buffers[i];
-    const bool off =
-        l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
     line(buf.name, w.buffer_bytes[i],
-         off                        ? "in host memory (offloaded)"
+         offloaded(buf, l)          ? "in host memory (offloaded)"
          : l.zero >= buf.shard_from ? "sharded over " + std::to_string(l.shard_degree())
                                     : "");
   }
@@ -256,12 +249,10 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
     line("reserve", w.reserve, p.device.reserve.source);
   } else {
     const auto& r = p.device.reserve;
-    char terms[200];
-    std::snprintf(terms, sizeof terms, "fixed %.2f + %.4f x churn %.2f + %.1f B x %lld tokens",
-                  to_gib(r.fixed), r.fragmentation,
-                  to_gib(w.transient + w.activations + std::max(w.working_set, w.output_phase)), r.per_token,
-                  static_cast<long long>(reserve_tokens(p, l)));
-    line("reserve", w.reserve, terms);
+    line("reserve", w.reserve,
+         "fixed " + gib_str(r.fixed, 2) + " + " + fixed(r.fragmentation, 4) + " x churn " +
+             gib_str(w.terms().churn(), 2) + " + " + fixed(r.per_token, 1) + " B x " +
+             std::to_string(reserve_tokens(p, l)) + " tokens");
     o << "  " << pad("", 34) << "           " << r.source << "\n";
   }
   line("total", w.total, "state + activations + reserve (the seed's)");
@@ -273,18 +264,16 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   line("  fixed overheads", w.fixed_overheads, "context, cuBLAS, NCCL (--fixed-overheads)");
   line("  step peak + fixed overheads", w.peak_total);
   line("capacity", w.capacity);
-  o << "  " << pad("headroom", 34);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%10.1f GiB (%.1f%%)", to_gib(w.headroom),
-                100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity));
-  o << buf << (w.peak_decides() ? "   from the step peak + fixed overheads, which decides" : "") << "\n";
+  o << "  " << pad("headroom", 34) << gib_cell(w.headroom, 10) << " GiB ("
+    << fixed_width(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 0, 1) << "%)"
+    << (w.peak_decides() ? "   from the step peak + fixed overheads, which decides" : "") << "\n";
   o << "\n"
-    << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but headroom under 5% is too tight to trust" : "fits")
-               : "does not fit")
+    << (w.fits ? (w.tight() ? "fits, but headroom under 5% is too tight to trust" : "fits") : "does not fit")
     << "\n";
   if (l.pp > 1) {
     o << "\nstage  layers  alive   params    grads   master    optim transient    activ    total  headroom\n";
     for (const auto& s : b.stages) {
+      char buf[64];
       std::snprintf(buf, sizeof buf, "%5d %7lld %6lld", s.stage, static_cast<long long>(s.layers),
                     static_cast<long long>(s.layer_activations));
       o << buf;
@@ -297,8 +286,7 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
 }
 
 nlohmann::json plan_json(const problem& p, const breakdown& b) {
-  nlohmann::json j = inputs_json(p);
-  j["schema"] = "headroom.plan/2";
+  nlohmann::json j = inputs_json(p, records::kind::plan);
   j["layout"] = layout_json(b.where);
   j["params"] = {{"total", b.basis.params.total},
                  {"stated", b.basis.params.stated},
@@ -348,8 +336,8 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
   bool peak = false;
   auto row = [&](const candidate& c) {
-    peak = write_table_row(o, p, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) ||
-           peak;
+    peak =
+        write_table_row(o, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) || peak;
   };
   for (std::size_t i = 0; i < n; ++i) row(s.fitting[i]);
   // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
@@ -384,8 +372,7 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
 }
 
 nlohmann::json suggest_json(const problem& p, const suggestion& s) {
-  nlohmann::json j = inputs_json(p);
-  j["schema"] = "headroom.suggest/2";
+  nlohmann::json j = inputs_json(p, records::kind::suggest);
   j["gpus"] = s.gpus;
   j["evaluated"] = s.evaluated;
   j["search_space"] = space_json(s.space);
@@ -438,9 +425,8 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
     bool peak = false;
     for (std::size_t i = 0; i < k; ++i) {
       const auto& c = s.fitting[i];
-      peak =
-          write_table_row(o, p, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) ||
-          peak;
+      peak = write_table_row(o, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) ||
+             peak;
     }
     write_table_rule(o, true, aw);
     write_peak_note(o, peak);
@@ -451,8 +437,7 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
 }
 
 nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
-  nlohmann::json j = inputs_json(p);
-  j["schema"] = "headroom.min_gpus/2";
+  nlohmann::json j = inputs_json(p, records::kind::min_gpus);
   j["seed_bound"] = r.seed_bound;
   j["strict_bound"] = r.strict_bound;
   j["full_recompute_activation_bytes"] = r.full_recompute_activations;

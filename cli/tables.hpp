@@ -8,6 +8,7 @@
 
 #include "planner/estimate.hpp"
 #include "planner/suggest.hpp"
+#include "probes/records/schema.hpp"
 
 namespace headroom::cli {
 
@@ -16,8 +17,8 @@ void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::
 void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width = 23);
 // One table row for a layout's worst stage; the total is the decisive one, starred when the step peak
 // decides. `axes` replaces the layout's axes text when not empty. Returns whether the step peak decided.
-bool write_table_row(std::ostream& o, const problem& p, const layout& l, const stage_breakdown& w,
-                     const layout_cost* cost, const std::string& axes = "", std::size_t axes_width = 23);
+bool write_table_row(std::ostream& o, const layout& l, const stage_breakdown& w, const layout_cost* cost,
+                     const std::string& axes = "", std::size_t axes_width = 23);
 // The footnote of a table in which some row's total was starred.
 void write_peak_note(std::ostream& o, bool any);
 // Returns the seed's strategy name: "ZeRO-3 + selective recompute".
@@ -41,7 +42,8 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r);
 // on a GPU ("4 + 12/d": unsharded bytes + sharded bytes over d ranks).
 void write_recipes(std::ostream& o);
 
-// The inputs every JSON document repeats: tool version, model, recipe, training and device.
-nlohmann::json inputs_json(const problem& p);
+// Returns the start of a predicted document of kind `k`: the envelope (probes/records/envelope.hpp),
+// "predicted": true, and the inputs (model, recipe, training, device).
+nlohmann::json inputs_json(const problem& p, records::kind k);
 
 }  // namespace headroom::cli

@@ -1,5 +1,5 @@
 // version.hpp: the tool version (from CMake's project()) and the git revision the binary was built from
-// (generated at every build by cli/git_revision.cmake; "-dirty" when the tree had uncommitted changes).
+// (generated at every build by probes/records/git_revision.cmake; "-dirty" when the tree had uncommitted changes).
 #pragma once
 
 #if __has_include("headroom_git_revision.hpp")

@@ -16,12 +16,14 @@
 #include "planner/estimate.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/measurement.hpp"
-#include "probes/replay.hpp"
-#include "probes/sim_device.hpp"
-#include "probes/snapshot.hpp"
-#include "probes/trace_io.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/cases/measurement.hpp"
+#include "probes/trace/replay.hpp"
+#include "probes/devices/sim_device.hpp"
+#include "probes/snapshots/snapshot.hpp"
+#include "probes/snapshots/snapshot_record.hpp"
+#include "probes/snapshots/what_if.hpp"
+#include "probes/trace/trace_io.hpp"
 
 namespace headroom::fuzz {
 namespace {

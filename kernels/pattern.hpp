@@ -1,7 +1,7 @@
 // pattern.hpp: the kernels the probes launch on what they allocate: fill a buffer with a pattern that
 // depends on (seed, word offset), and tally the words that do not hold it, so a probe knows every byte it
 // was handed is really backed by device memory and nothing else wrote over it. Launch errors come back as
-// the cudaError_t of the launch; callers check them through probes/cuda_check.hpp.
+// the cudaError_t of the launch; callers check them through probes/devices/cuda_check.hpp.
 #pragma once
 
 #include <cuda_runtime_api.h>

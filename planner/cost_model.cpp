@@ -28,8 +28,7 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     // Per layer and micro-batch: 2 collectives forward, 2 backward (+2 when the forward is recomputed),
     // each moving 2(t-1)/t of an s x b x h activation; the same for all-gather/reduce-scatter under sp.
     const double t = l.tp;
-    const double act = s / l.cp * static_cast<double>(p.training.micro_batch) * h *
-                       static_cast<double>(p.precision.activation_bytes);
+    const double act = activation_message_bytes(p, l);
     const double per_layer = (l.recompute == recompute_mode::full ? 6 : 4) * 2 * (t - 1) / t * act;
     const double bytes = per_layer * (L / l.pp) * M;
     r.tp_comm = bytes / (c.intra_node_gbs * 1e9) / compute_s;
@@ -39,8 +38,7 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     // gradient backward, s/cp x b x h activations each, 1/tp of it per GPU (Megatron's scatter/gather);
     // interleaving multiplies these sends by vpp (Narayanan et al., arXiv 2104.04473, sections 2.2.2 and
     // 4.1). Neighbouring stages are N/pp ranks apart: on another node once that reaches a node's GPUs.
-    const double msg = s / l.cp * static_cast<double>(p.training.micro_batch) * h *
-                       static_cast<double>(p.precision.activation_bytes) / l.tp;
+    const double msg = activation_message_bytes(p, l, true);
     const double bytes = 2.0 * l.vpp * M * msg;
     const bool crosses = l.gpus / l.pp >= p.device.gpus_per_node && l.gpus > p.device.gpus_per_node;
     r.pp_comm = bytes / ((crosses ? c.inter_node_gbs : c.intra_node_gbs) * 1e9) / compute_s;

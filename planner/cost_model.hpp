@@ -28,6 +28,16 @@ struct layout_cost {
   double total = 0;       // sum of the five fractions
 };
 
+// Returns the bytes of one micro-batch's activation message between layers, s/cp x b x h in the recipe's
+// activation precision: what one tensor-parallel collective moves; 1/tp of it when `per_tp_rank` (a
+// pipeline send or a context-parallel exchange, Megatron's scatter/gather). The ranking below and the
+// multi-rank probe's first collectives (probes/ranks/nccl_groups.cpp) both size their messages here.
+inline double activation_message_bytes(const problem& p, const layout& l, bool per_tp_rank = false) {
+  const double act = static_cast<double>(p.training.seq) / l.cp * static_cast<double>(p.training.micro_batch) *
+                     static_cast<double>(p.model.hidden) * static_cast<double>(p.precision.activation_bytes);
+  return per_tp_rank ? act / l.tp : act;
+}
+
 // Returns the cost of `l` for `p`; `pc` is count_params(p.model).
 layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, const cost_model& c);
 

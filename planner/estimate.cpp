@@ -44,10 +44,6 @@ std::int64_t reserve_tokens(const problem& p, const layout& l) {
   return p.training.seq / std::max(1, l.cp) * p.training.micro_batch;
 }
 
-std::int64_t microbatches_per_step(const problem& p, const layout& l) {
-  return std::max<std::int64_t>(1, ceil_div(p.training.global_batch, p.training.micro_batch * l.dp()));
-}
-
 std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
                                   std::int64_t layers) {
   const std::int64_t L = p.model.layers;
@@ -144,15 +140,16 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
 
   s.working_set = peaks.working_set_of(l.recompute) + unsharded_layer_grad_bytes(p, pc, l);
   s.output_phase = last ? peaks.output_phase : 0;
-  s.step_peak = s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase);
+  // The verdict (stage_terms.hpp): step peak, reserve, both totals, headroom.
+  const stage_verdict v = judge(s.terms(), p.device, reserve_tokens(p, l));
+  s.step_peak = v.step_peak;
   s.fixed_overheads = p.device.fixed_overheads;
-  s.peak_total = s.step_peak + s.fixed_overheads;
-  s.reserve = p.device.reserve.bytes(s.transient + s.activations + std::max(s.working_set, s.output_phase),
-                                     reserve_tokens(p, l));
+  s.peak_total = v.peak_total;
+  s.reserve = v.reserve;
   s.capacity = p.device.capacity;
-  s.total = s.state + s.activations + s.reserve;
-  s.headroom = s.capacity - s.decisive_total();
-  s.fits = s.headroom >= 0;
+  s.total = v.total;
+  s.headroom = v.headroom;
+  s.fits = v.fits;
   return s;
 }
 

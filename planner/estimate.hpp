@@ -2,11 +2,11 @@
 // tp / pp / ZeRO division), the ZeRO-3 gather transient, activations (ledger x layers x micro-batches in
 // flight), and the reserve. This is the seed's analytic model; every figure is "predicted".
 //
-// The verdict: a layout fits when both the seed's total (state + activations + reserve) and the step
-// peak plus the fixed overheads outside the allocator (persistent + transient + activations +
-// max(backward working set, output phase) + context, cuBLAS, NCCL) are within the capacity. The seed's
-// total decides every figure the seed prints; the step peak decides at long sequences and large
-// vocabularies, where the output phase alone can dwarf the 10 GiB reserve.
+// The verdict (stated once in stage_terms.hpp): a layout fits when both the seed's total (state +
+// activations + reserve) and the step peak plus the fixed overheads outside the allocator (persistent +
+// transient + activations + max(backward working set, output phase) + context, cuBLAS, NCCL) are within
+// the capacity. The seed's total decides every figure the seed prints; the step peak decides at long
+// sequences and large vocabularies, where the output phase alone can dwarf the 10 GiB reserve.
 #pragma once
 
 #include <array>
@@ -16,6 +16,7 @@
 #include "layout.hpp"
 #include "ledger.hpp"
 #include "model_spec.hpp"
+#include "stage_terms.hpp"
 
 namespace headroom {
 
@@ -50,6 +51,10 @@ struct stage_breakdown {
   bool peak_decides() const { return peak_total > total; }
   // Returns the total that decides: the larger of the seed's total and the step peak + fixed overheads.
   std::int64_t decisive_total() const { return peak_decides() ? peak_total : total; }
+  // Returns the five terms the verdict derives from (stage_terms.hpp), bytes.
+  stage_terms terms() const { return {persistent, transient, activations, working_set, output_phase}; }
+  // Returns whether it fits with under 5% of the capacity left (is_tight).
+  bool tight() const { return fits && is_tight(headroom, capacity); }
 };
 
 // Everything a layout's figures derive from that does not depend on the stage.
@@ -89,9 +94,6 @@ void check_state_fits_in_int64(const problem& p, const param_counts& pc);
 // term.
 std::int64_t reserve_tokens(const problem& p, const layout& l);
 
-// Returns the micro-batches per step of `l`: ceil(global batch / (micro-batch x dp)).
-std::int64_t microbatches_per_step(const problem& p, const layout& l);
-
 // Returns a * b, or INT64_MAX / 4 when the product overflows (an absurd layout that cannot fit; the sum
 // with the other terms then still does not overflow).
 inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
@@ -105,9 +107,14 @@ inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
 // derived one with the embedding on the first stage and the output layer on the last; divided by tp.
 std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
                                   std::int64_t layers);
-// Returns whether buffer `b` lives in host memory under `l` (ZeRO-Offload: master and optimizer states).
+// Returns whether buffer `b` lives in host memory when the optimizer is offloaded or not (ZeRO-Offload:
+// master and optimizer states).
+inline bool offloaded(const recipe_buffer& b, bool offload_optimizer) {
+  return offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer);
+}
+// Returns whether buffer `b` lives in host memory under `l`.
 inline bool offloaded(const recipe_buffer& b, const layout& l) {
-  return l.offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer);
+  return offloaded(b, l.offload_optimizer);
 }
 // Returns the bytes of buffer `b` for `params_on_rank` parameters, divided over the shards when sharded.
 std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, std::int64_t params_on_rank);

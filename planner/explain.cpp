@@ -2,7 +2,6 @@
 #include "explain.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "format.hpp"
@@ -29,16 +28,16 @@ std::string psi_str(const param_counts& pc) {
 
 }  // namespace
 
-std::string explain_plan(const problem& p, const breakdown& b) {
-  std::ostringstream o;
+namespace {
+
+// (a): the recipe's bytes per parameter, Psi, the whole state, and this rank's share of each buffer.
+void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
   const auto& m = p.model;
   const auto& l = b.where;
   const auto& pc = b.basis.params;
   const auto& w = b.worst_stage();
   const double cap = to_gib(p.device.capacity);
   const std::int64_t bpp = p.precision.bytes_per_param();
-  o << "Derivation (predicted by the analytic model; docs/model.md derives each term)\n\n";
-
   o << "(a) State memory\n";
   o << "  per parameter (" << p.precision.name << "): ";
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i)
@@ -61,8 +60,7 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
     const auto& buf = p.precision.buffers[i];
     const bool sharded = l.zero >= buf.shard_from;
-    const bool off =
-        l.offload_optimizer && (buf.kind == buffer_kind::master || buf.kind == buffer_kind::optimizer);
+    const bool off = offloaded(buf, l);
     o << "    " << padr(buf.name, 34) << buf.bytes << " B x " << eng(static_cast<double>(w.params_on_rank))
       << (sharded ? " / " + std::to_string(l.shard_degree()) : std::string(" (not sharded)")) << " = ";
     if (off)
@@ -82,7 +80,13 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   o << "  state = " << gib_str(w.persistent)
     << (w.transient ? " + " + gib_str(w.transient) + " transient" : "") << " = " << gib_str(w.state)
     << " GiB\n\n";
+}
 
+// (b): the ledger of one layer, its sum, what recomputation keeps, and the stage's layers in flight.
+void explain_activations(std::ostream& o, const problem& p, const breakdown& b) {
+  const auto& m = p.model;
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
   o << "(b) Activation memory: the ledger of one layer, one micro-batch, this rank ("
     << to_string(p.training.attention) << " attention, " << (m.dropout ? "dropout" : "no dropout") << ", "
     << to_string(m.mlp) << ", tp=" << l.tp << (l.sp() ? " with sequence parallel" : "")
@@ -138,25 +142,30 @@ std::string explain_plan(const problem& p, const breakdown& b) {
       << gib_str(alt.worst_stage().activations) << " GiB, total " << gib_str(alt.worst_stage().total)
       << " GiB\n";
   }
+}
+
+// (c): the reserve term by term, both totals, which decides, and the headroom.
+void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
+  const auto& m = p.model;
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
+  const double cap = to_gib(p.device.capacity);
+  const std::int64_t s = p.training.seq, mb = p.training.micro_batch;
   o << "\n(c) Total\n";
   {
     // The reserve, term by term (planner/reserve.hpp).
     const auto& r = p.device.reserve;
-    const std::int64_t churn = w.transient + w.activations + std::max(w.working_set, w.output_phase);
+    const std::int64_t churn = w.terms().churn();
     const std::int64_t tokens = reserve_tokens(p, b.where);
     o << "  reserve (" << r.source << "):\n";
     o << "    fixed                          " << gib_str(r.fixed, 2) << " GiB\n";
     if (!r.fixed_only()) {
-      char buf[160];
-      std::snprintf(
-          buf, sizeof buf, "    fragmentation %.4f x churn %s GiB = %s GiB\n", r.fragmentation,
-          gib_str(churn, 2).c_str(),
-          gib_str(static_cast<std::int64_t>(r.fragmentation * static_cast<double>(churn)), 2).c_str());
-      o << buf;
-      std::snprintf(buf, sizeof buf, "    per token %.1f B x %lld tokens = %s GiB\n", r.per_token,
-                    static_cast<long long>(tokens),
-                    gib_str(static_cast<std::int64_t>(r.per_token * static_cast<double>(tokens)), 2).c_str());
-      o << buf;
+      o << "    fragmentation " << fixed(r.fragmentation, 4) << " x churn " << gib_str(churn, 2)
+        << " GiB = " << gib_str(static_cast<std::int64_t>(r.fragmentation * static_cast<double>(churn)), 2)
+        << " GiB\n";
+      o << "    per token " << fixed(r.per_token, 1) << " B x " << tokens
+        << " tokens = " << gib_str(static_cast<std::int64_t>(r.per_token * static_cast<double>(tokens)), 2)
+        << " GiB\n";
       o << "    (churn = transient + activations + max(working set, output phase))\n";
     }
   }
@@ -179,10 +188,19 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.decisive_total()) << " = " << gib_str(w.headroom)
     << " GiB (" << fixed(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 1)
     << "%): "
-    << (w.fits ? (w.headroom < w.capacity / 20 ? "fits, but under 5% headroom is too tight to trust" : "fits")
-               : "does not fit")
+    << (w.fits ? (w.tight() ? "fits, but under 5% headroom is too tight to trust" : "fits") : "does not fit")
     << "\n";
   if (l.pp > 1) o << "  the worst rank is stage " << w.stage << "; it decides whether the layout fits\n";
+}
+
+}  // namespace
+
+std::string explain_plan(const problem& p, const breakdown& b) {
+  std::ostringstream o;
+  o << "Derivation (predicted by the analytic model; docs/model.md derives each term)\n\n";
+  explain_state(o, p, b);
+  explain_activations(o, p, b);
+  explain_total(o, p, b);
   return o.str();
 }
 

@@ -16,8 +16,22 @@ std::string fixed(double x, int decimals) {
   return s;
 }
 
+std::string fixed_width(double x, int width, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%*.*f", width, decimals, x);
+  return buf;
+}
+
 std::string gib_str(std::int64_t bytes, int decimals) {
   return fixed(to_gib(bytes), decimals);
+}
+
+std::string mib_str(std::int64_t bytes, int decimals) {
+  return fixed(to_mib(bytes), decimals);
+}
+
+std::string gib_cell(std::int64_t bytes, int width, int decimals) {
+  return fixed_width(to_gib(bytes), width, decimals);
 }
 
 std::string trim(double x, int decimals) {

@@ -9,8 +9,16 @@ namespace headroom {
 
 // Returns bytes / 2^30 with `decimals` decimals, e.g. gib_str(2.8e12) == "2607.7".
 std::string gib_str(std::int64_t bytes, int decimals = 1);
-// Returns x with `decimals` decimals.
+// Returns bytes / 2^20 with `decimals` decimals, e.g. mib_str(1056 << 20, 0) == "1056".
+std::string mib_str(std::int64_t bytes, int decimals = 1);
+// Returns x with `decimals` decimals ("-0.0" is written "0.0").
 std::string fixed(double x, int decimals);
+// Returns x as printf's "%W.Df" writes it: right-aligned in `width` characters (at least), `decimals`
+// decimals, the sign of a negative figure that rounds to zero kept ("-0.0"). For table columns.
+std::string fixed_width(double x, int width, int decimals);
+// Returns bytes / 2^30 as a table cell: fixed_width(GiB, width, decimals), e.g. gib_cell(2.8e12, 8)
+// == "  2607.7".
+std::string gib_cell(std::int64_t bytes, int width, int decimals = 1);
 // Returns x in engineering notation with up to 4 significant digits: 175e9, 2.869e9, 350e9, 80.
 std::string eng(double x);
 // Returns x without trailing zeros after at most `decimals` decimals: 34, 2.5, 10.333.

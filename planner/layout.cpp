@@ -6,24 +6,25 @@
 
 namespace headroom {
 
-const char* to_string(recompute_mode r) {
-  switch (r) {
-    case recompute_mode::none:
-      return "none";
-    case recompute_mode::selective:
-      return "selective";
-    case recompute_mode::full:
-      return "full";
-  }
+namespace {
+template <class E>
+const char* name_of(E v) {
+  for (const auto& e : name_table(v))
+    if (e.value == v) return e.name;
   return "?";
+}
+}  // namespace
+
+const char* to_string(recompute_mode r) {
+  return name_of(r);
 }
 
 const char* to_string(attention_kind a) {
-  return a == attention_kind::eager ? "eager" : "flash";
+  return name_of(a);
 }
 
 const char* to_string(loss_kind k) {
-  return k == loss_kind::fused ? "fused" : "unfused";
+  return name_of(k);
 }
 
 std::string axes_string(const layout& l) {
@@ -102,15 +103,26 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   return std::nullopt;
 }
 
+std::optional<bad_input> schedule_error(const problem& p, const layout& l) {
+  const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
+  if (tpc <= 0 || l.gpus < tpc) return std::nullopt;  // layout_error's to report
+  const std::int64_t m = microbatches_per_step(p, l);
+  if (!schedule_runs(l, m))
+    return bad_input("vpp", "the interleaved schedule needs micro-batches per step (" + std::to_string(m) +
+                                ") divisible by pp=" + std::to_string(l.pp));
+  return std::nullopt;
+}
+
 void validate(const problem& p, const layout& l) {
   if (auto e = layout_error(p, l)) throw *e;
+  if (auto e = schedule_error(p, l)) throw *e;
 }
 
 problem default_problem(model_spec m) {
   problem p;
   p.training.seq = m.seq;
   p.model = std::move(m);
-  p.precision = load_recipe("bf16-adam");
+  p.precision = load_recipe(default_recipe);
   return p;
 }
 

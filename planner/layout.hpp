@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "errors.hpp"
@@ -21,6 +23,54 @@ enum class attention_kind { eager, flash };
 // cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); unfused = PyTorch's
 // F.cross_entropy on upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
 enum class loss_kind { fused, unfused };
+
+// The names of an enum's values, one table per enum: to_string, parse_name, names_of (the CLI's check)
+// and names_phrase (error messages) all read it. Listed in the order the CLI offers them.
+template <class E>
+struct enum_name {
+  E value;
+  const char* name;
+};
+inline constexpr enum_name<recompute_mode> recompute_names[] = {
+    {recompute_mode::none, "none"}, {recompute_mode::selective, "selective"}, {recompute_mode::full, "full"}};
+inline constexpr enum_name<attention_kind> attention_names[] = {{attention_kind::eager, "eager"},
+                                                                {attention_kind::flash, "flash"}};
+inline constexpr enum_name<loss_kind> loss_names[] = {{loss_kind::fused, "fused"},
+                                                      {loss_kind::unfused, "unfused"}};
+// Returns the name table of E (chosen by the argument's type; its value is ignored).
+constexpr std::span<const enum_name<recompute_mode>> name_table(recompute_mode) {
+  return recompute_names;
+}
+constexpr std::span<const enum_name<attention_kind>> name_table(attention_kind) {
+  return attention_names;
+}
+constexpr std::span<const enum_name<loss_kind>> name_table(loss_kind) {
+  return loss_names;
+}
+
+// Returns the value of E named `s`, or nullopt when no value has that name.
+template <class E>
+std::optional<E> parse_name(std::string_view s) {
+  for (const auto& e : name_table(E{}))
+    if (s == e.name) return e.value;
+  return std::nullopt;
+}
+// Returns every name of E, in the table's order (what the CLI accepts).
+template <class E>
+std::vector<std::string> names_of() {
+  std::vector<std::string> v;
+  for (const auto& e : name_table(E{})) v.emplace_back(e.name);
+  return v;
+}
+// Returns the names of E as a phrase for messages: "none, selective or full", "eager or flash".
+template <class E>
+std::string names_phrase() {
+  const auto t = name_table(E{});
+  std::string s;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == t.size() ? " or " : ", ") + std::string(t[i].name);
+  return s;
+}
 
 // How the layers are cut into pipeline stages (planner/schedule.hpp). All defaults: a balanced split.
 struct pipeline_split {
@@ -90,17 +140,47 @@ struct problem {
 // Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
 // to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
 // tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence
-// parallelism). The one statement of what a valid layout is; --suggest enumerates by it.
+// parallelism). With schedule_error, the one statement of what a valid layout is; --suggest enumerates
+// by both.
 std::optional<bad_input> layout_error(const problem& p, const layout& l);
-// Throws layout_error(p, l) when there is one.
+
+// Returns the micro-batches per step of `l` (a layout without layout_error): ceil(global batch /
+// (micro-batch x dp)), at least 1. A count.
+inline std::int64_t microbatches_per_step(const problem& p, const layout& l) {
+  const std::int64_t per_step = p.training.micro_batch * l.dp();
+  const std::int64_t m = (p.training.global_batch + per_step - 1) / per_step;
+  return m < 1 ? 1 : m;
+}
+// Returns whether the pipeline schedule can run `l` with `microbatches` micro-batches per step:
+// Megatron-LM's interleaved schedule (vpp > 1) runs rounds of pp micro-batches, so it needs them
+// divisible by pp. No allocation: the search's inner loop asks it; schedule_error says why not.
+inline bool schedule_runs(const layout& l, std::int64_t microbatches) {
+  return l.vpp <= 1 || microbatches % l.pp == 0;
+}
+// Returns why the schedule cannot run `l` (a layout without layout_error) for `p`, as the bad_input to
+// throw, or nullopt: the interleaved schedule needs the micro-batches per step divisible by pp. `plan`,
+// --suggest, --min-gpus, `trace` and `probe` all refuse by it (validate() throws it).
+std::optional<bad_input> schedule_error(const problem& p, const layout& l);
+// Returns whether micro-batch x dp divides the global batch (Megatron-LM's rule). --suggest tries a
+// micro-batch b > 1 it searches only where this holds; micro-batch 1 keeps ceil(G / dp) micro-batches
+// per step (the seed's convention), and a micro-batch the user gives is taken as given, in `plan` too.
+inline bool micro_batch_divides(const problem& p, const layout& l) {
+  return p.training.global_batch % (p.training.micro_batch * l.dp()) == 0;
+}
+
+// Throws layout_error(p, l), then schedule_error(p, l), when there is one.
 void validate(const problem& p, const layout& l);
 
-// Returns a problem for `m` with the seed's defaults: the bf16-adam recipe (16 bytes per parameter), the
-// model's own sequence length, micro-batch 1, 192 GiB GPUs with a 10 GiB reserve.
+// The recipe a problem has unless one is given (16 bytes per parameter).
+inline constexpr const char* default_recipe = "bf16-adam";
+// Returns a problem for `m` with the seed's defaults: default_recipe, the model's own sequence length,
+// and training_spec's and device_spec's defaults (micro-batch 1, global batch 1536, 192 GiB GPUs with a
+// 10 GiB reserve, 1056 MiB of fixed overheads, 8 GPUs per node). The CLI's defaults read these.
 problem default_problem(model_spec m);
 // Throws bad_input when the training or device settings are non-positive or absurd.
 void validate(const training_spec& t, const device_spec& d);
 
+// Return the value's name from its name table ("none", "flash", "fused", ...).
 const char* to_string(recompute_mode r);
 const char* to_string(attention_kind a);
 const char* to_string(loss_kind k);

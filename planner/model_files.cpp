@@ -120,6 +120,135 @@ bool any_dropout(const nlohmann::json& j, std::initializer_list<const char*> key
 
 }  // namespace
 
+namespace {
+
+// llama, mistral, qwen2: SwiGLU, RMSNorm, rotary positions, grouped-query attention.
+void read_llama_like(const nlohmann::json& c, const std::string& origin, const std::string& t,
+                     model_spec& m) {
+  m.hidden = int_field(c, "hidden_size", origin, 1, big);
+  m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
+  m.heads = int_field(c, "num_attention_heads", origin, 1, big);
+  m.kv_heads = opt_int_field(c, "num_key_value_heads", origin, 1, big).value_or(m.heads);
+  m.head_dim = opt_int_field(c, "head_dim", origin, 1, big).value_or(m.hidden / m.heads);
+  m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
+  m.vocab = int_field(c, "vocab_size", origin, 1, big);
+  m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(4096);
+  m.mlp = mlp_kind::swiglu;
+  m.norm = norm_kind::rmsnorm;
+  m.position = position_kind::rotary;
+  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
+  m.linear_bias = opt_bool_field(c, "attention_bias", origin).value_or(false) && t == "llama";
+  m.qkv_bias_only = t == "qwen2";
+  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
+}
+
+// gpt2: GELU, LayerNorm, learned positions, tied embeddings.
+void read_gpt2(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
+               model_spec& m) {
+  m.hidden = int_field(c, "n_embd", origin, 1, big);
+  m.layers = int_field(c, "n_layer", origin, 1, big);
+  m.heads = int_field(c, "n_head", origin, 1, big);
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn_hidden = opt_int_field(c, "n_inner", origin, 1, big).value_or(4 * m.hidden);
+  m.vocab = int_field(c, "vocab_size", origin, 1, big);
+  m.max_positions = first_int(c, {"n_positions", "n_ctx"}, origin);
+  m.position = position_kind::learned;
+  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
+  m.dropout = any_dropout(c, {"resid_pdrop", "attn_pdrop", "embd_pdrop"}, origin);
+}
+
+// gpt_neox: rotary positions, parallel residual.
+void read_gpt_neox(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
+                   model_spec& m) {
+  m.hidden = int_field(c, "hidden_size", origin, 1, big);
+  m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
+  m.heads = int_field(c, "num_attention_heads", origin, 1, big);
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
+  m.vocab = int_field(c, "vocab_size", origin, 1, big);
+  m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
+  m.position = position_kind::rotary;
+  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
+  m.parallel_residual = opt_bool_field(c, "use_parallel_residual", origin).value_or(true);
+  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
+}
+
+// bloom: ALiBi, a LayerNorm after the embedding.
+void read_bloom(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
+                model_spec& m) {
+  m.hidden = first_int(c, {"hidden_size", "n_embed"}, origin);
+  m.layers = first_int(c, {"n_layer", "num_hidden_layers"}, origin);
+  m.heads = first_int(c, {"n_head", "num_attention_heads"}, origin);
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn_hidden = 4 * m.hidden;
+  m.vocab = int_field(c, "vocab_size", origin, 1, big);
+  m.max_positions = opt_int_field(c, "seq_length", origin, 1, big).value_or(2048);
+  m.position = position_kind::alibi;
+  m.embedding_norm = true;
+  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
+  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
+}
+
+// opt: learned positions with an offset of 2.
+void read_opt(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
+              model_spec& m) {
+  m.hidden = int_field(c, "hidden_size", origin, 1, big);
+  m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
+  m.heads = int_field(c, "num_attention_heads", origin, 1, big);
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn_hidden = int_field(c, "ffn_dim", origin, 1, big);
+  m.vocab = int_field(c, "vocab_size", origin, 1, big);
+  // OPT's learned position table has two extra rows (an offset of 2).
+  m.max_positions = int_field(c, "max_position_embeddings", origin, 1, big) + 2;
+  m.position = position_kind::learned;
+  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
+  m.dropout = any_dropout(c, {"dropout", "attention_dropout"}, origin);
+}
+
+// falcon (RefinedWeb): multi-query or grouped-query attention, parallel attention.
+void read_falcon(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
+                 model_spec& m) {
+  m.hidden = int_field(c, "hidden_size", origin, 1, big);
+  m.layers = first_int(c, {"num_hidden_layers", "n_layer"}, origin);
+  m.heads = first_int(c, {"num_attention_heads", "n_head"}, origin);
+  bool new_arch = opt_bool_field(c, "new_decoder_architecture", origin).value_or(false);
+  bool mqa = opt_bool_field(c, "multi_query", origin).value_or(true);
+  if (new_arch)
+    m.kv_heads = first_int(c, {"num_kv_heads", "n_head_kv"}, origin);
+  else
+    m.kv_heads = mqa ? 1 : m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn_hidden = opt_int_field(c, "ffn_hidden_size", origin, 1, big).value_or(4 * m.hidden);
+  m.vocab = int_field(c, "vocab_size", origin, 1, big);
+  m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
+  m.position =
+      opt_bool_field(c, "alibi", origin).value_or(false) ? position_kind::alibi : position_kind::rotary;
+  m.linear_bias = opt_bool_field(c, "bias", origin).value_or(false);
+  m.parallel_residual = opt_bool_field(c, "parallel_attn", origin).value_or(true) || new_arch;
+  m.norms_per_layer = new_arch ? 2 : m.parallel_residual ? 1 : 2;
+  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
+  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
+}
+
+using family_reader = void (*)(const nlohmann::json&, const std::string&, const std::string&, model_spec&);
+
+// Returns the reader of `model_type`, or nullptr when it is not supported.
+family_reader reader_of(const std::string& t) {
+  if (t == "llama" || t == "mistral" || t == "qwen2") return read_llama_like;
+  if (t == "gpt2") return read_gpt2;
+  if (t == "gpt_neox") return read_gpt_neox;
+  if (t == "bloom") return read_bloom;
+  if (t == "opt") return read_opt;
+  if (t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel") return read_falcon;
+  return nullptr;
+}
+
+}  // namespace
+
 model_spec model_from_hf_config(const nlohmann::json& c, const std::string& origin) {
   if (!c.is_object()) throw bad_input(origin, "expected a JSON object");
   auto type = opt_string_field(c, "model_type", origin);
@@ -127,100 +256,12 @@ model_spec model_from_hf_config(const nlohmann::json& c, const std::string& orig
   model_spec m;
   m.name = opt_string_field(c, "_name_or_path", origin).value_or(*type);
   m.source = "HuggingFace config.json (" + *type + ")";
-  const std::string& t = *type;
-  if (t == "llama" || t == "mistral" || t == "qwen2") {
-    m.hidden = int_field(c, "hidden_size", origin, 1, big);
-    m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
-    m.heads = int_field(c, "num_attention_heads", origin, 1, big);
-    m.kv_heads = opt_int_field(c, "num_key_value_heads", origin, 1, big).value_or(m.heads);
-    m.head_dim = opt_int_field(c, "head_dim", origin, 1, big).value_or(m.hidden / m.heads);
-    m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
-    m.vocab = int_field(c, "vocab_size", origin, 1, big);
-    m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(4096);
-    m.mlp = mlp_kind::swiglu;
-    m.norm = norm_kind::rmsnorm;
-    m.position = position_kind::rotary;
-    m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
-    m.linear_bias = opt_bool_field(c, "attention_bias", origin).value_or(false) && t == "llama";
-    m.qkv_bias_only = t == "qwen2";
-    m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-  } else if (t == "gpt2") {
-    m.hidden = int_field(c, "n_embd", origin, 1, big);
-    m.layers = int_field(c, "n_layer", origin, 1, big);
-    m.heads = int_field(c, "n_head", origin, 1, big);
-    m.kv_heads = m.heads;
-    m.head_dim = m.hidden / m.heads;
-    m.ffn_hidden = opt_int_field(c, "n_inner", origin, 1, big).value_or(4 * m.hidden);
-    m.vocab = int_field(c, "vocab_size", origin, 1, big);
-    m.max_positions = first_int(c, {"n_positions", "n_ctx"}, origin);
-    m.position = position_kind::learned;
-    m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-    m.dropout = any_dropout(c, {"resid_pdrop", "attn_pdrop", "embd_pdrop"}, origin);
-  } else if (t == "gpt_neox") {
-    m.hidden = int_field(c, "hidden_size", origin, 1, big);
-    m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
-    m.heads = int_field(c, "num_attention_heads", origin, 1, big);
-    m.kv_heads = m.heads;
-    m.head_dim = m.hidden / m.heads;
-    m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
-    m.vocab = int_field(c, "vocab_size", origin, 1, big);
-    m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
-    m.position = position_kind::rotary;
-    m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
-    m.parallel_residual = opt_bool_field(c, "use_parallel_residual", origin).value_or(true);
-    m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-  } else if (t == "bloom") {
-    m.hidden = first_int(c, {"hidden_size", "n_embed"}, origin);
-    m.layers = first_int(c, {"n_layer", "num_hidden_layers"}, origin);
-    m.heads = first_int(c, {"n_head", "num_attention_heads"}, origin);
-    m.kv_heads = m.heads;
-    m.head_dim = m.hidden / m.heads;
-    m.ffn_hidden = 4 * m.hidden;
-    m.vocab = int_field(c, "vocab_size", origin, 1, big);
-    m.max_positions = opt_int_field(c, "seq_length", origin, 1, big).value_or(2048);
-    m.position = position_kind::alibi;
-    m.embedding_norm = true;
-    m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-    m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-  } else if (t == "opt") {
-    m.hidden = int_field(c, "hidden_size", origin, 1, big);
-    m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
-    m.heads = int_field(c, "num_attention_heads", origin, 1, big);
-    m.kv_heads = m.heads;
-    m.head_dim = m.hidden / m.heads;
-    m.ffn_hidden = int_field(c, "ffn_dim", origin, 1, big);
-    m.vocab = int_field(c, "vocab_size", origin, 1, big);
-    // OPT's learned position table has two extra rows (an offset of 2).
-    m.max_positions = int_field(c, "max_position_embeddings", origin, 1, big) + 2;
-    m.position = position_kind::learned;
-    m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-    m.dropout = any_dropout(c, {"dropout", "attention_dropout"}, origin);
-  } else if (t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel") {
-    m.hidden = int_field(c, "hidden_size", origin, 1, big);
-    m.layers = first_int(c, {"num_hidden_layers", "n_layer"}, origin);
-    m.heads = first_int(c, {"num_attention_heads", "n_head"}, origin);
-    bool new_arch = opt_bool_field(c, "new_decoder_architecture", origin).value_or(false);
-    bool mqa = opt_bool_field(c, "multi_query", origin).value_or(true);
-    if (new_arch)
-      m.kv_heads = first_int(c, {"num_kv_heads", "n_head_kv"}, origin);
-    else
-      m.kv_heads = mqa ? 1 : m.heads;
-    m.head_dim = m.hidden / m.heads;
-    m.ffn_hidden = opt_int_field(c, "ffn_hidden_size", origin, 1, big).value_or(4 * m.hidden);
-    m.vocab = int_field(c, "vocab_size", origin, 1, big);
-    m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
-    m.position =
-        opt_bool_field(c, "alibi", origin).value_or(false) ? position_kind::alibi : position_kind::rotary;
-    m.linear_bias = opt_bool_field(c, "bias", origin).value_or(false);
-    m.parallel_residual = opt_bool_field(c, "parallel_attn", origin).value_or(true) || new_arch;
-    m.norms_per_layer = new_arch ? 2 : m.parallel_residual ? 1 : 2;
-    m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-    m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-  } else {
+  const auto read = reader_of(*type);
+  if (!read)
     throw bad_input(
         origin + ".model_type",
-        "unsupported '" + t + "' (supported: llama, mistral, qwen2, gpt2, gpt_neox, bloom, opt, falcon)");
-  }
+        "unsupported '" + *type + "' (supported: llama, mistral, qwen2, gpt2, gpt_neox, bloom, opt, falcon)");
+  read(c, origin, *type, m);
   // A config states the longest context, not the training sequence; --seq overrides this default.
   m.seq = std::min<std::int64_t>(m.max_positions, 4096);
   validate(m);

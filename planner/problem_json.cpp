@@ -12,6 +12,25 @@ using detail::opt_int_field;
 using detail::opt_number_field;
 using detail::opt_string_field;
 
+namespace {
+
+// The largest degree (tp, pp, cp, vpp) and GPUs per node a file may give, and the largest stage layer
+// count: bounds on counts, not byte sizes.
+constexpr std::int64_t max_degree = std::int64_t{1} << 20;
+constexpr std::int64_t max_stage_layers = std::int64_t{1} << 30;
+
+// Returns the value of E named by `j[key]` (the enum's name table, layout.hpp), `fallback` when the key
+// is absent; throws bad_input naming origin.key.
+template <class E>
+E named_field(const nlohmann::json& j, const char* key, const std::string& origin, E fallback) {
+  const auto name = opt_string_field(j, key, origin);
+  if (!name) return fallback;
+  if (auto v = parse_name<E>(*name)) return *v;
+  throw bad_input(origin + "." + key, "must be " + names_phrase<E>());
+}
+
+}  // namespace
+
 nlohmann::json reserve_to_json(const reserve_model& r) {
   return {{"fixed_bytes", r.fixed},
           {"fragmentation", r.fragmentation},
@@ -69,13 +88,10 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
   const std::string to = origin + ".training";
   p.training.seq = int_field(t, "seq", to, 1, 100'000'000);
   p.training.micro_batch = int_field(t, "micro_batch", to, 1, 1'000'000);
-  p.training.global_batch = opt_int_field(t, "global_batch", to, 1, 1'000'000'000).value_or(1536);
-  const auto att = opt_string_field(t, "attention", to).value_or("eager");
-  if (att != "eager" && att != "flash") throw bad_input(to + ".attention", "must be eager or flash");
-  p.training.attention = att == "flash" ? attention_kind::flash : attention_kind::eager;
-  const auto loss = opt_string_field(t, "loss", to).value_or("fused");
-  if (loss != "fused" && loss != "unfused") throw bad_input(to + ".loss", "must be fused or unfused");
-  p.training.loss = loss == "unfused" ? loss_kind::unfused : loss_kind::fused;
+  p.training.global_batch =
+      opt_int_field(t, "global_batch", to, 1, 1'000'000'000).value_or(p.training.global_batch);
+  p.training.attention = named_field(t, "attention", to, p.training.attention);
+  p.training.loss = named_field(t, "loss", to, p.training.loss);
   if (auto s = t.find("pipeline_split"); s != t.end() && s->is_object()) {
     const std::string so = to + ".pipeline_split";
     if (auto l = s->find("layers"); l != s->end() && l->is_array())
@@ -84,8 +100,8 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
           throw bad_input(so + ".layers", "must be counts");
         p.training.split.layers.push_back(x.get<std::int64_t>());
       }
-    p.training.split.first_stage = opt_int_field(*s, "first_stage", so, 0, 1 << 30).value_or(0);
-    p.training.split.last_stage = opt_int_field(*s, "last_stage", so, 0, 1 << 30).value_or(0);
+    p.training.split.first_stage = opt_int_field(*s, "first_stage", so, 0, max_stage_layers).value_or(0);
+    p.training.split.last_stage = opt_int_field(*s, "last_stage", so, 0, max_stage_layers).value_or(0);
     p.training.split.embedding_as_layer = opt_bool_field(*s, "embedding_as_layer", so).value_or(false);
     p.training.split.loss_as_layer = opt_bool_field(*s, "loss_as_layer", so).value_or(false);
   }
@@ -98,7 +114,8 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
     p.device.reserve.fixed = int_field(d, "reserve_bytes", dn, 0, INT64_MAX / 4);
   p.device.fixed_overheads =
       opt_int_field(d, "fixed_overheads_bytes", dn, 0, INT64_MAX / 4).value_or(p.device.fixed_overheads);
-  p.device.gpus_per_node = static_cast<int>(opt_int_field(d, "gpus_per_node", dn, 1, 1 << 20).value_or(8));
+  p.device.gpus_per_node =
+      static_cast<int>(opt_int_field(d, "gpus_per_node", dn, 1, max_degree).value_or(p.device.gpus_per_node));
   validate(p.model);
   validate(p.training, p.device);
   return p;
@@ -122,28 +139,22 @@ nlohmann::json layout_to_json(const layout& l) {
 
 layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw bad_input(origin, "expected the layout as an object");
-  layout l;
+  layout l;  // every field a file leaves out keeps layout's default
   l.gpus = static_cast<int>(int_field(j, "gpus", origin, 1, 10'000'000));
-  l.tp = static_cast<int>(opt_int_field(j, "tp", origin, 1, 1 << 20).value_or(1));
-  l.pp = static_cast<int>(opt_int_field(j, "pp", origin, 1, 1 << 20).value_or(1));
-  l.cp = static_cast<int>(opt_int_field(j, "cp", origin, 1, 1 << 20).value_or(1));
-  l.vpp = static_cast<int>(opt_int_field(j, "vpp", origin, 1, 1 << 20).value_or(1));
-  l.zero = static_cast<int>(opt_int_field(j, "zero", origin, 0, 3).value_or(0));
-  const auto r = opt_string_field(j, "recompute", origin).value_or("none");
-  if (r == "none")
-    l.recompute = recompute_mode::none;
-  else if (r == "selective")
-    l.recompute = recompute_mode::selective;
-  else if (r == "full")
-    l.recompute = recompute_mode::full;
-  else
-    throw bad_input(origin + ".recompute", "must be none, selective or full");
-  l.sequence_parallel = opt_bool_field(j, "sequence_parallel", origin).value_or(true);
-  l.offload_optimizer = opt_bool_field(j, "offload_optimizer", origin).value_or(false);
-  l.zero3_inflight_units =
-      static_cast<int>(opt_int_field(j, "zero3_inflight_units", origin, 0, 1000).value_or(2));
-  l.zero3_live_params = opt_int_field(j, "zero3_live_params", origin, 0, INT64_MAX / 4).value_or(0);
-  l.reshard_after_forward = opt_bool_field(j, "reshard_after_forward", origin).value_or(true);
+  l.tp = static_cast<int>(opt_int_field(j, "tp", origin, 1, max_degree).value_or(l.tp));
+  l.pp = static_cast<int>(opt_int_field(j, "pp", origin, 1, max_degree).value_or(l.pp));
+  l.cp = static_cast<int>(opt_int_field(j, "cp", origin, 1, max_degree).value_or(l.cp));
+  l.vpp = static_cast<int>(opt_int_field(j, "vpp", origin, 1, max_degree).value_or(l.vpp));
+  l.zero = static_cast<int>(opt_int_field(j, "zero", origin, 0, 3).value_or(l.zero));
+  l.recompute = named_field(j, "recompute", origin, l.recompute);
+  l.sequence_parallel = opt_bool_field(j, "sequence_parallel", origin).value_or(l.sequence_parallel);
+  l.offload_optimizer = opt_bool_field(j, "offload_optimizer", origin).value_or(l.offload_optimizer);
+  l.zero3_inflight_units = static_cast<int>(
+      opt_int_field(j, "zero3_inflight_units", origin, 0, 1000).value_or(l.zero3_inflight_units));
+  l.zero3_live_params =
+      opt_int_field(j, "zero3_live_params", origin, 0, INT64_MAX / 4).value_or(l.zero3_live_params);
+  l.reshard_after_forward =
+      opt_bool_field(j, "reshard_after_forward", origin).value_or(l.reshard_after_forward);
   return l;
 }
 

@@ -1,13 +1,15 @@
-// reserve.hpp: the reserve, the one home of the term the seed calls "a fudge factor: calibrate it against
-// one real run". Three named, physical terms:
-//   fixed          bytes outside the model's tensors whatever the layout: CUDA context, library workspaces,
-//                  NCCL buffers, the allocator's standing slack;
-//   fragmentation  bytes per byte that churns during the step (transient + activations + the larger of the
-//                  backward working set and the output phase): what the caching allocator holds beyond what
-//                  is live, and the transient peaks the seed's total leaves to the reserve;
+// reserve.hpp: the reserve, the one home of the term the reference case leaves as "a fudge factor:
+// calibrate it against one real run" (docs/reference-case.md). Three named, physical terms:
+//
+//   fixed          bytes outside the model's tensors whatever the layout: CUDA context, library
+//                  workspaces, NCCL buffers, the allocator's standing slack;
+//   fragmentation  bytes per byte that churns during the step (transient + activations + the larger of
+//                  the backward working set and the output phase): what the caching allocator holds
+//                  beyond what is live, and the transient peaks the reference total leaves to the reserve;
 //   per_token      bytes per token of one micro-batch on a rank: output-phase copies the ledger does not
-//   hold.
-// The uncalibrated default is the seed's 10 GiB, fixed, with the other terms 0, so every seed figure holds;
+//                  hold.
+//
+// The uncalibrated default is 10 GiB, fixed, with the other terms 0, so every reference figure holds;
 // `headroom calibrate` fits the three from measurements and `--calibration FILE` brings them back.
 #pragma once
 

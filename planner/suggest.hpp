@@ -1,8 +1,9 @@
 // suggest.hpp: searching layouts. --suggest enumerates every valid layout for N GPUs and ranks those that
 // fit; --min-gpus finds the smallest N (and power of two) with a fitting layout; the state bound proves
-// when no layout can exist. The search space is data: a list of axes (tp, cp, sp, micro-batch, pp, vpp,
-// ZeRO stage, recompute), each with the values it takes and whether the user fixed it; the constraints
-// between them are layout_error() and the micro-batch / interleaving rules stated on search_space().
+// when no layout can exist. The search space is data (search_space.hpp): a list of axes (tp, cp, sp,
+// micro-batch, pp, vpp, ZeRO stage, recompute), each with the values it takes, whether the user fixed it,
+// what it sets and at which level it acts; the constraints between them are layout_error() and
+// schedule_error() (layout.hpp), and the axes' own searched rules.
 #pragma once
 
 #include <cstdint>
@@ -12,35 +13,16 @@
 #include "cost_model.hpp"
 #include "estimate.hpp"
 #include "layout.hpp"
+#include "search_space.hpp"
 
 namespace headroom {
-
-// Axes the user fixed on the command line; the search varies the rest.
-struct search_axes {
-  std::optional<int> tp, pp, cp, zero, vpp;
-  std::optional<std::int64_t> micro_batch;  // unset: searched, the global batch fixed
-  std::optional<recompute_mode> recompute;
-  std::optional<bool> sequence_parallel;
-  bool offload_optimizer = false;
-  int zero3_inflight_units = 2;
-  std::int64_t zero3_live_params = 0;
-  bool reshard_after_forward = true;
-};
-
-// One axis of the search: its name, the values tried (in order), and whether the user fixed it.
-// Booleans are 0/1, recompute modes their enum values.
-struct search_axis {
-  const char* name;
-  std::vector<std::int64_t> values;
-  bool fixed = false;
-};
 
 struct candidate {
   layout where;
   std::int64_t micro_batch = 1;  // sequences per micro-batch of this layout (the global batch is fixed)
   stage_breakdown worst;         // the stage that decides "fits"
   layout_cost cost;
-  bool tight = false;  // headroom under 5% of capacity: too tight to trust
+  bool tight = false;  // headroom under 5% of capacity: too tight to trust (is_tight)
 };
 
 // The impossibility bound of the seed's (d): state >= bytes_per_param * Ψ / N on every rank, and at most
@@ -83,10 +65,9 @@ class layout_search {
   const problem& the_problem() const { return m_problem; }
   const search_axes& axes() const { return m_axes; }
   // Returns the axes searched, with their values: the search space as data (for --explain and JSON).
-  // Constraints beyond layout_error(): a searched micro-batch b > 1 needs b * dp to divide the global
-  // batch (Megatron's rule; micro-batch 1 keeps ceil(global / dp) micro-batches, the seed's convention);
-  // a searched vpp > 1 needs pp > 1, each stage's layers divisible by vpp and the micro-batches per step
-  // divisible by pp (Megatron-LM's interleaved schedule asserts it).
+  // Every layout evaluated passes layout_error() and schedule_error() (a vpp > 1 needs pp > 1, each
+  // stage's layers divisible by vpp and the micro-batches per step divisible by pp); a searched
+  // micro-batch b > 1 also needs b * dp to divide the global batch (micro_batch_divides()).
   const std::vector<search_axis>& space() const { return m_space; }
   // Returns whether the micro-batch is searched (not fixed by the user).
   bool micro_batch_searched() const { return !m_axes.micro_batch.has_value(); }
@@ -98,25 +79,35 @@ class layout_search {
   const problem& problem_of(const candidate& c) const;
 
  private:
+  // One valid combination of the ledger-level axes, with its per-layer sums.
   struct variant {
-    int tp, cp;
-    bool sp;
-    int mb;  // index into m_problems: the micro-batch axis
+    std::size_t combo;    // index into m_ledger
+    std::size_t problem;  // index into m_problems: the problem with this micro-batch
+    std::int64_t ranks;   // the tp * pp * cp it contributes (tp * cp): with a pipeline's, N's divisor
+    bool monotone_first;  // every monotone axis (the micro-batch) at its first value
     activation_sums sums;
     peak_sums peaks;
   };
+  // One valid combination of the pipeline-level axes.
+  struct pipeline {
+    std::size_t combo;   // index into m_pipeline
+    std::int64_t ranks;  // the tp * pp * cp it contributes (pp): N must be a multiple
+  };
   struct fast_total;
+  void precompute_ledger(std::optional<bad_input>& first_error);
+  void precompute_pipeline(std::optional<bad_input>& first_error);
   template <class Visit>
-  void for_each_layout(int gpus, bool smallest_micro_batch_only, Visit&& visit) const;
+  void for_each_layout(int gpus, bool monotone_first_only, Visit&& visit) const;
 
   problem m_problem;
   search_axes m_axes;
   cost_model m_costs;
   param_counts m_params;
   std::vector<search_axis> m_space;
-  std::vector<problem> m_problems;  // one per micro-batch value, in the axis' order
+  axis_combos m_ledger, m_pipeline, m_state, m_activation;  // the combinations of each level's axes
+  std::vector<problem> m_problems;                          // one per micro-batch value, in the axis' order
   std::vector<variant> m_variants;
-  std::vector<std::pair<int, int>> m_pp_vpp;  // valid (pp, vpp) pairs
+  std::vector<pipeline> m_pipelines;
 };
 
 struct min_gpus_result {

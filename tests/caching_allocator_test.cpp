@@ -2,18 +2,19 @@
 // exact segments and blocks that must result (memory-facts.md lists the rules; the sources are
 // c10/cuda/CUDACachingAllocator.cpp's round_size, get_allocation_size, get_free_block, should_split,
 // free_block and release_cached_blocks).
-#include "probes/caching_allocator.hpp"
+#include "probes/allocators/caching_allocator.hpp"
 
 #include <gtest/gtest.h>
 
 #include "fake_device.hpp"
 #include "planner/errors.hpp"
-#include "probes/sim_device.hpp"
+#include "planner/units.hpp"
+#include "probes/devices/sim_device.hpp"
 
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t MiB = mib;
 
 struct fixture {
   sim_device dev;

@@ -14,9 +14,9 @@
 #include "calibrate/html_report.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/replay.hpp"
-#include "probes/sim_device.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/trace/replay.hpp"
+#include "probes/devices/sim_device.hpp"
 #include "test_support.hpp"
 
 namespace headroom::calibrate {

@@ -2,20 +2,20 @@
 // there is no device): cudaMalloc and VMM mappings at real addresses that kernels fill and verify; every
 // policy replays a real trace with fill / verify and gives the device back; out-of-memory under a cap is a
 // result and the next case runs; a CUDA failure becomes one cuda_error naming the call.
-#include "probes/cuda_device.hpp"
+#include "probes/devices/cuda_device.hpp"
 
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
-#include "probes/cuda_check.hpp"
-#include "probes/gpu_backend.hpp"
-#include "probes/probe_case.hpp"
+#include "probes/devices/cuda_check.hpp"
+#include "probes/cases/gpu_backend.hpp"
+#include "probes/cases/probe_case.hpp"
 #include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t MiB = mib;
 
 std::unique_ptr<gpu_backend> open_or_skip(std::optional<std::int64_t> cap = std::nullopt) {
   if (auto why = cuda_unavailable_reason()) return nullptr;

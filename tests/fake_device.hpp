@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "probes/block_check.hpp"
-#include "probes/sim_device.hpp"
+#include "probes/trace/block_check.hpp"
+#include "probes/devices/sim_device.hpp"
 
 namespace headroom::test {
 

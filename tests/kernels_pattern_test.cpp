@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/pattern.hpp"
-#include "probes/cuda_device.hpp"
+#include "probes/devices/cuda_device.hpp"
 
 namespace headroom::kernels {
 namespace {

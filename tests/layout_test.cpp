@@ -60,6 +60,58 @@ TEST(Layout, TrainingAndDeviceLimits) {
   EXPECT_THROW(validate(t, d), bad_input);
 }
 
+TEST(Layout, OneNameTablePerEnum) {
+  for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
+    EXPECT_EQ(parse_name<recompute_mode>(to_string(r)), r);
+  for (auto a : {attention_kind::eager, attention_kind::flash})
+    EXPECT_EQ(parse_name<attention_kind>(to_string(a)), a);
+  for (auto k : {loss_kind::fused, loss_kind::unfused}) EXPECT_EQ(parse_name<loss_kind>(to_string(k)), k);
+  EXPECT_FALSE(parse_name<recompute_mode>("FULL"));
+  EXPECT_FALSE(parse_name<attention_kind>(""));
+  EXPECT_EQ(names_of<recompute_mode>(), (std::vector<std::string>{"none", "selective", "full"}));
+  EXPECT_EQ(names_of<attention_kind>(), (std::vector<std::string>{"eager", "flash"}));
+  EXPECT_EQ(names_phrase<recompute_mode>(), "none, selective or full");
+  EXPECT_EQ(names_phrase<loss_kind>(), "fused or unfused");
+}
+
+TEST(Layout, DefaultsAreTheLibrarys) {
+  const problem p = preset_problem("gpt3-175b");
+  EXPECT_EQ(p.training.global_batch, 1536);
+  EXPECT_EQ(p.training.micro_batch, 1);
+  EXPECT_EQ(p.device.capacity, 192 * gib);
+  EXPECT_EQ(p.device.reserve.fixed, 10 * gib);
+  EXPECT_EQ(p.device.fixed_overheads, 1056 * mib);
+  EXPECT_EQ(p.device.gpus_per_node, 8);
+  EXPECT_EQ(p.precision.name, default_recipe);
+}
+
+// The schedule's rule, beside the layout's: the interleaved schedule runs rounds of pp micro-batches.
+TEST(Layout, ScheduleErrorIsTheInterleavingRule) {
+  auto p = preset_problem("gpt3-175b");
+  auto l = make_layout(16, 0, recompute_mode::none, 1, 4);
+  l.vpp = 2;
+  p.training.global_batch = 24;  // dp 4: 6 micro-batches per step, not a multiple of pp = 4
+  EXPECT_FALSE(layout_error(p, l));
+  const auto e = schedule_error(p, l);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->field(), "vpp");
+  EXPECT_EQ(std::string(e->what()),
+            "vpp: the interleaved schedule needs micro-batches per step (6) divisible by pp=4");
+  EXPECT_EQ(field_of(p, l), "vpp");  // validate() throws it
+  p.training.global_batch = 32;
+  EXPECT_FALSE(schedule_error(p, l));
+  p.training.global_batch = 24;
+  l.vpp = 1;  // 1F1B runs any count
+  EXPECT_FALSE(schedule_error(p, l));
+  EXPECT_EQ(microbatches_per_step(p, l), 6);
+  p.training.micro_batch = 5;  // ceil(24 / 20): the seed's convention, not Megatron's rule
+  EXPECT_EQ(microbatches_per_step(p, l), 2);
+  EXPECT_FALSE(micro_batch_divides(p, l));
+  EXPECT_FALSE(schedule_error(p, l));
+  p.training.micro_batch = 3;
+  EXPECT_TRUE(micro_batch_divides(p, l));
+}
+
 TEST(Layout, Names) {
   auto l = make_layout(32, 3, recompute_mode::selective, 2, 1);
   EXPECT_EQ(axes_string(l), "tp=2 pp=1 dp=16 sp");

@@ -2,13 +2,13 @@
 // device against two independent facts: a linear scan of replays finds the same largest value, and a value
 // that replays without running out of memory has a step peak (= peak requested <= peak reserved) within
 // the capacity, so the device's answer never exceeds the planner's step-peak answer.
-#include "probes/max_fit.hpp"
+#include "probes/cases/max_fit.hpp"
 
 #include <gtest/gtest.h>
 
 #include "fake_device.hpp"
 #include "planner/errors.hpp"
-#include "probes/caching_allocator.hpp"
+#include "probes/allocators/caching_allocator.hpp"
 #include "test_support.hpp"
 
 namespace headroom::probes {

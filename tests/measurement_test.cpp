@@ -1,12 +1,13 @@
 // measurement_test.cpp: the measurement record: where the peaks happened, the implied reserve, and the
 // JSON fields results/README.md documents.
-#include "probes/measurement.hpp"
+#include "probes/cases/measurement.hpp"
+#include "probes/records/envelope.hpp"
 
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/sim_device.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/devices/sim_device.hpp"
 #include "test_support.hpp"
 
 namespace headroom::probes {
@@ -22,23 +23,28 @@ TEST(Measurement, RecordsPeaksImpliedReserveAndWhatWasNotMeasured) {
   const step_trace t = build_trace(p, l, 0);
   sim_device dev(p.device.capacity, 2 * mib);
   caching_allocator a(dev, {});
-  const replay_result r = replay(t, a, false);
+  const replay_result r = replay(t, a, true);
   const measurement m = measure(t, b.stages[0], r, "sim", dev.describe(), a.describe());
   EXPECT_EQ(m.implied_reserve(), r.reserved.bytes - (b.stages[0].persistent + b.stages[0].activations));
   EXPECT_EQ(m.peak_reserved_at.index, r.reserved.event);
   EXPECT_FALSE(m.oom_at);
   const auto j = measurement_to_json(m, nlohmann::json::object(), {"1.2.3", "abc", "headroom probe ..."});
-  EXPECT_EQ(j["schema"], "headroom.measurement/1.4");
+  EXPECT_EQ(j["schema"], records::schema_of(records::kind::measurement));
+  EXPECT_EQ(j["tool"], "headroom");  // the envelope
+  EXPECT_EQ(j["tool_version"], records::tool_version());
+  EXPECT_FALSE(j["created"].get<std::string>().empty());
   EXPECT_TRUE(j["environment"]["gpu"].is_null());  // the sim backend has no GPU stack
   EXPECT_TRUE(j["environment"]["nccl"].is_null());
   EXPECT_TRUE(j["device_memory"].is_null());
   EXPECT_TRUE(j["verification"].is_null());
   EXPECT_FALSE(j["measured"].get<bool>());
-  EXPECT_EQ(j["environment"]["tool_version"], "1.2.3");
+  EXPECT_EQ(j["environment"]["command_line"], "headroom probe ...");
   EXPECT_EQ(j["replayed"]["peak_requested_bytes"].get<std::int64_t>(), b.stages[0].step_peak);
   EXPECT_TRUE(j["replayed"]["out_of_memory"].is_null());
   EXPECT_TRUE(j["fixed_overheads"]["nccl_bytes"].is_null());
-  EXPECT_FALSE(j["environment"]["date_utc"].get<std::string>().empty());
+  // The replay's timeline travels with the record (the report draws it) and reads back.
+  ASSERT_TRUE(j["timeline"].is_object());
+  EXPECT_LE(j["timeline"]["columns"].size(), 400u);
 }
 
 TEST(Measurement, AGpuRecordStatesDeviceUsedBesideReservedAndItsStack) {
@@ -83,10 +89,18 @@ TEST(Measurement, RecordReadsBackIntoTheSameCase) {
   const step_trace t = build_trace(p, l, 0);
   sim_device dev(p.device.capacity, 2 * mib);
   caching_allocator a(dev, {});
-  const measurement m = measure(t, b.stages[0], replay(t, a, false), "sim", dev.describe(), a.describe());
+  const measurement m = measure(t, b.stages[0], replay(t, a, true), "sim", dev.describe(), a.describe());
   const auto j = measurement_to_json(m, record_inputs(p, l), {"1", "abc", "headroom probe ..."});
   const measurement_record r = measurement_from_json(nlohmann::json::parse(j.dump()), "record.json");
   EXPECT_EQ(r.kind, "probe");
+  // The timeline reads back as written: the reserved peak is its largest column, every event covered.
+  ASSERT_TRUE(r.timeline && m.timeline);
+  EXPECT_EQ(r.timeline->events, static_cast<std::int64_t>(t.events.size()));
+  EXPECT_EQ(r.timeline->columns.back().end, r.timeline->events);
+  std::int64_t most = 0;
+  for (const auto& c : r.timeline->columns) most = std::max(most, c.reserved);
+  EXPECT_EQ(most, m.replayed.reserved.bytes);
+  EXPECT_EQ(r.timeline->phases.front().phase, "state");
   EXPECT_FALSE(r.measured);
   ASSERT_TRUE(r.inputs && r.where);
   EXPECT_EQ(r.where->pp, 2);

@@ -22,7 +22,7 @@ case $np in
 esac
 model=(--preset gpt3-1.3b --gpus "$np")
 "$headroom" plan "${model[@]}" "${layout[@]}" --json >"$work/plan.json" || [ $? -eq 3 ]
-timeout -k 10 300 mpirun -np "$np" "$headroom" probe "${model[@]}" "${layout[@]}" --json "$work/run.json" \
+timeout -k 10 300 mpirun -np "$np" "$headroom" probe replay "${model[@]}" "${layout[@]}" --json "$work/run.json" \
   >"$work/table.txt"
 cat "$work/table.txt"
 python3 - "$work" "$np" <<'PY'
@@ -30,7 +30,8 @@ import glob, json, os, sys
 work, np = sys.argv[1], int(sys.argv[2])
 plan = json.load(open(os.path.join(work, "plan.json")))
 summary = json.load(open(os.path.join(work, "run.json")))
-assert summary["schema"] == "headroom.multi_rank/1", summary["schema"]
+assert summary["schema"].startswith("headroom.multi_rank/1"), summary["schema"]
+assert summary["tool"] == "headroom" and summary["created"], summary  # the envelope
 assert summary["world_size"] == np and summary["missing_ranks"] == [] and summary["failed_ranks"] == []
 tp, cp, pp = (plan["layout"][k] for k in ("tp", "cp", "pp"))
 dp = np // (tp * cp * pp)
@@ -62,7 +63,7 @@ PY
 # A rank that hangs: rank 0 ends the run after the timeout, writes what it has, names the missing rank.
 hang=$((np - 1))
 set +e
-HEADROOM_TEST_RANK_FAULT="$hang:hang" timeout -k 10 40 mpirun -np "$np" -x HEADROOM_TEST_RANK_FAULT "$headroom" probe \
+HEADROOM_TEST_RANK_FAULT="$hang:hang" timeout -k 10 40 mpirun -np "$np" -x HEADROOM_TEST_RANK_FAULT "$headroom" probe replay \
   "${model[@]}" "${layout[@]}" --rank-timeout 3 --json "$work/hang.json" >"$work/hang.txt" 2>&1
 rc=$?
 set -e

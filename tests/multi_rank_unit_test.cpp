@@ -10,9 +10,10 @@
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/rank_grid.hpp"
-#include "probes/launch.hpp"
-#include "probes/multi_rank.hpp"
+#include "probes/ranks/launch.hpp"
+#include "probes/ranks/multi_rank.hpp"
 #include "test_support.hpp"
+#include "probes/records/schema.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -154,7 +155,7 @@ TEST(MultiRank, SummaryNamesWorstMissingAndFailedRanks) {
   EXPECT_EQ(s.worst_agrees, b.stages[2].step_peak == b.worst_stage().step_peak);
   EXPECT_EQ(s.exit_status(), 5);  // a failed device and a missing rank outrank the out-of-memory
   const nlohmann::json j = summary_to_json(s, launch_info{0, 8, 0, "mpirun (OpenMPI)", "node0"}, {}, {});
-  EXPECT_EQ(j["schema"], multi_rank_schema);
+  EXPECT_EQ(j["schema"], records::schema_of(records::kind::multi_rank));
   EXPECT_EQ(j["worst_rank"], 5);
   EXPECT_EQ(j["ranks"][7]["answered"], false);
   EXPECT_EQ(j["ranks"][5]["coordinates"]["pp"], 2);

@@ -1,7 +1,7 @@
 // pickle_reader_test.cpp: the pickle subset reader on hand-assembled streams (each opcode as
 // CPython's pickletools documents it), on refusals (globals, reduce, unknown opcodes), on truncated and
 // corrupted files, and on a real snapshot cut at every length.
-#include "probes/pickle_reader.hpp"
+#include "probes/snapshots/pickle_reader.hpp"
 
 #include <gtest/gtest.h>
 

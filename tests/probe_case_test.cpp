@@ -2,19 +2,19 @@
 // event and leaves the device where it started, so a second case runs; a device that fails mid-case gets
 // everything back before the error reaches the caller; a device that does not come back is caught; fill /
 // verify sees every block, and a corrupted block is named. Expected numbers come from the trace itself.
-#include "probes/probe_case.hpp"
+#include "probes/cases/probe_case.hpp"
 
 #include <gtest/gtest.h>
 
 #include "fake_device.hpp"
 #include "planner/errors.hpp"
-#include "probes/caching_allocator.hpp"
+#include "probes/allocators/caching_allocator.hpp"
 #include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t MiB = mib;
 
 step_trace small_trace() {
   const problem p = test::preset_problem("gpt3-125m");

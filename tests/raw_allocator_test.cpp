@@ -1,13 +1,14 @@
 // raw_allocator_test.cpp: the raw policy: one device allocation per tensor, rounded to the granularity.
 #include <gtest/gtest.h>
 
-#include "probes/allocator.hpp"
-#include "probes/sim_device.hpp"
+#include "planner/units.hpp"
+#include "probes/allocators/allocator.hpp"
+#include "probes/devices/sim_device.hpp"
 
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t MiB = mib;
 
 TEST(RawAllocator, RoundsEachTensorToTheGranularity) {
   sim_device dev(64 * MiB, 2 * MiB);

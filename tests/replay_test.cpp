@@ -1,16 +1,17 @@
 // replay_test.cpp: replay records the three peaks, stops at out-of-memory, and rejects impossible events.
-#include "probes/replay.hpp"
+#include "probes/trace/replay.hpp"
 
 #include <gtest/gtest.h>
 
 #include "planner/errors.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/sim_device.hpp"
+#include "planner/units.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/devices/sim_device.hpp"
 
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = 1 << 20;
+constexpr std::int64_t MiB = mib;
 
 step_trace tiny() {
   step_trace t;

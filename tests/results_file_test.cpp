@@ -1,5 +1,5 @@
 // results_file_test.cpp: result files are written whole, and never silently overwritten.
-#include "probes/results_file.hpp"
+#include "probes/io/results_file.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // sim_device_test.cpp: the simulated device maps without host memory, in pages, up to its capacity.
-#include "probes/sim_device.hpp"
+#include "probes/devices/sim_device.hpp"
 
 #include <gtest/gtest.h>
 

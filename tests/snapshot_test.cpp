@@ -2,17 +2,22 @@
 // against sums made independently with Python's pickle (tests/data/snapshots/README.md), the emulation
 // against the real allocator to the byte and the address, JSON input, warm traces, streams, empty_cache,
 // and the out-of-memory retry.
-#include "probes/snapshot.hpp"
+#include "probes/snapshots/snapshot.hpp"
+#include "probes/records/schema.hpp"
+#include "probes/snapshots/snapshot_record.hpp"
+#include "probes/snapshots/what_if.hpp"
 
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
 
 #include "planner/errors.hpp"
-#include "probes/replay.hpp"
-#include "probes/sim_device.hpp"
-#include "probes/trace_io.hpp"
+#include "planner/units.hpp"
+#include "probes/trace/replay.hpp"
+#include "probes/devices/sim_device.hpp"
+#include "probes/trace/trace_io.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -69,7 +74,7 @@ TEST(Snapshot, TraceRoundTripsAndReplaysTheSame) {
   const auto s = load_snapshot(fwd100);
   const auto t = snapshot_to_trace(s, 0);
   const auto j = trace_to_json(t.trace);
-  EXPECT_EQ(j["schema"], "headroom.trace/1.1");
+  EXPECT_EQ(j["schema"], records::schema_of(records::kind::trace));
   const auto back = trace_from_json(j, "roundtrip");
   sim_device d1(std::int64_t{1} << 40, 2 << 20), d2(std::int64_t{1} << 40, 2 << 20);
   caching_allocator a1(d1, {}), a2(d2, {});
@@ -80,7 +85,7 @@ TEST(Snapshot, TraceRoundTripsAndReplaysTheSame) {
 
 // A hand-written snapshot in JSON: two streams, an empty_cache, a warm start and an out-of-memory event.
 std::string small_json(bool warm) {
-  const std::int64_t M = 1 << 20;
+  const std::int64_t M = mib;
   nlohmann::json events = nlohmann::json::array();
   auto ev = [&](const char* a, std::uint64_t addr, std::int64_t size, int stream = 0) {
     events.push_back({{"action", a}, {"addr", addr}, {"size", size}, {"stream", stream}, {"time_us", 0}});
@@ -161,7 +166,7 @@ TEST(Snapshot, WarmTraceIsReconstructedAndSaysSo) {
 // free pages at the end): every growth is a segment_map before the allocation that needed it, and the
 // emulation must map the same bytes at the same addresses and place every block where PyTorch did.
 TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
-  const std::int64_t M = 1 << 20;
+  const std::int64_t M = mib;
   const std::uint64_t L = 0x200000000000ULL, S = 0x300000000000ULL;
   auto event = [](const char* a, std::uint64_t addr, std::int64_t size) {
     return nlohmann::json{{"action", a}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", 0}};
@@ -262,7 +267,7 @@ TEST(Snapshot, ExpandableSegmentsTraceIsComparedMapByMap) {
 // released by empty_cache(), then a block lands in the other segment held before. Undone: both segments,
 // the freed block put back at its rounded request, the window's block taken away.
 TEST(Snapshot, HandWrittenWarmTraceIsUndoneAndAgrees) {
-  const std::int64_t M = 1 << 20;
+  const std::int64_t M = mib;
   const auto s = load_snapshot(data + "/../../fuzz/corpus/snapshot/warm-two-segments.json");
   const auto st = reconstruct_start(s, 0);
   ASSERT_TRUE(st.reconstructed) << st.why;

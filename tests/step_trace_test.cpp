@@ -1,7 +1,7 @@
 // step_trace_test.cpp: the trace and the planner speak of the same tensors. Over a sweep of presets and
 // layouts, the trace's peak live bytes equal the planner's persistent + transient + activations +
 // max(backward working set, output phase), stage by stage; and the trace is well formed.
-#include "probes/step_trace.hpp"
+#include "probes/trace/step_trace.hpp"
 
 #include <gtest/gtest.h>
 

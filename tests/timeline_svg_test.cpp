@@ -1,11 +1,11 @@
 // timeline_svg_test.cpp: the timeline is an SVG with the three series, the capacity line and the phases.
-#include "probes/timeline_svg.hpp"
+#include "probes/trace/timeline_svg.hpp"
 
 #include <gtest/gtest.h>
 
 #include "planner/model_files.hpp"
-#include "probes/caching_allocator.hpp"
-#include "probes/sim_device.hpp"
+#include "probes/allocators/caching_allocator.hpp"
+#include "probes/devices/sim_device.hpp"
 #include "test_support.hpp"
 
 namespace headroom::probes {

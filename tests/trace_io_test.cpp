@@ -1,6 +1,8 @@
 // trace_io_test.cpp: traces round-trip through JSON; malformed trace files are one clear error.
-#include "probes/trace_io.hpp"
+#include "probes/trace/trace_io.hpp"
+#include "probes/records/envelope.hpp"
 
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -48,13 +50,15 @@ TEST(TraceIo, StreamedTextIsTheDocumentsDump) {
   t.events[3].stream = 7;
   t.events.push_back({event_kind::empty_cache, phase::backward, -1, 0});
   t.tensors[2].shape.clear();
+  // One envelope for both, so the creation time cannot differ between them.
+  const auto envelope = records::envelope(records::kind::trace);
   std::ostringstream streamed;
-  write_trace_json(streamed, t);
-  EXPECT_EQ(streamed.str(), trace_to_json(t).dump());
+  write_trace_json(streamed, t, envelope);
+  EXPECT_EQ(streamed.str(), trace_to_json(t, envelope).dump());
   step_trace empty;
   std::ostringstream none;
-  write_trace_json(none, empty);
-  EXPECT_EQ(none.str(), trace_to_json(empty).dump());
+  write_trace_json(none, empty, envelope);
+  EXPECT_EQ(none.str(), trace_to_json(empty, envelope).dump());
 }
 
 TEST(TraceIo, MalformedTracesNameTheProblem) {
@@ -69,7 +73,7 @@ TEST(TraceIo, MalformedTracesNameTheProblem) {
   EXPECT_NE(error_of(head + R"([["alloc"]]})").find("expected"), std::string::npos);
   EXPECT_NE(error_of(R"({"schema": "headroom.trace/2", "tensors": [], "events": []})").find("unsupported"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"schema": "other"})").find("not a headroom trace"), std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": "other"})").find("not a headroom.trace document"), std::string::npos);
   EXPECT_NE(
       error_of(R"({"schema": "headroom.trace/1", "tensors": [{"name": "x", "bytes": -1}], "events": []})")
           .find("bytes"),

@@ -1,0 +1,198 @@
+// max_fit.cpp: the largest value that fits, on the device and by the planner (see max_fit.hpp).
+#include "probes/cases/max_fit.hpp"
+
+#include <numeric>
+
+#include "planner/errors.hpp"
+#include "planner/estimate.hpp"
+#include "planner/format.hpp"
+#include "probes/trace/step_trace.hpp"
+
+namespace headroom::probes {
+
+fit_axis fit_axis_from(const std::string& name) {
+  if (name == "micro-batch") return fit_axis::micro_batch;
+  if (name == "seq") return fit_axis::seq;
+  if (name == "layers") return fit_axis::layers;
+  throw bad_input("max-fit", "must be micro-batch, seq or layers, got '" + name.substr(0, 40) + "'");
+}
+
+const char* to_string(fit_axis a) {
+  switch (a) {
+    case fit_axis::micro_batch:
+      return "micro-batch";
+    case fit_axis::seq:
+      return "seq";
+    case fit_axis::layers:
+      return "layers";
+  }
+  return "?";
+}
+
+std::int64_t fit_step(const layout& l, fit_axis a) {
+  switch (a) {
+    case fit_axis::micro_batch:
+      return 1;
+    case fit_axis::layers:
+      return static_cast<std::int64_t>(l.pp) * l.vpp;
+    case fit_axis::seq:
+      return std::lcm<std::int64_t>(256, static_cast<std::int64_t>(l.cp) * (l.sp() ? l.tp : 1));
+  }
+  return 1;
+}
+
+std::int64_t fit_value(const problem& p, fit_axis a) {
+  switch (a) {
+    case fit_axis::micro_batch:
+      return p.training.micro_batch;
+    case fit_axis::seq:
+      return p.training.seq;
+    case fit_axis::layers:
+      return p.model.layers;
+  }
+  return 0;
+}
+
+problem with_fit_value(problem p, fit_axis a, std::int64_t value) {
+  switch (a) {
+    case fit_axis::micro_batch:
+      p.training.micro_batch = value;
+      p.training.global_batch = std::max(p.training.global_batch, value);
+      break;
+    case fit_axis::seq:
+      p.training.seq = value;  // the position table stays as it is, as with `plan --seq`
+      break;
+    case fit_axis::layers:
+      if (p.model.stated_params)
+        *p.model.stated_params =
+            detail::checked_mul(*p.model.stated_params / p.model.layers, value, "layers");
+      p.model.layers = value;
+      break;
+  }
+  return p;
+}
+
+fit_search search_largest(std::int64_t step, std::int64_t limit,
+                          const std::function<fit_trial(std::int64_t)>& trial) {
+  fit_search s;
+  auto run = [&](std::int64_t k) {  // k steps
+    s.trials.push_back(trial(k * step));
+    return s.trials.back().fits;
+  };
+  const std::int64_t kmax = limit / step;
+  if (kmax < 1 || !run(1)) return s;
+  std::int64_t good = 1, bad = 0;  // bad == 0: no miss seen yet
+  while (bad == 0) {
+    if (good == kmax) {
+      s.reached_limit = true;
+      s.largest = good * step;
+      return s;
+    }
+    const std::int64_t next = good > kmax / 2 ? kmax : good * 2;
+    if (run(next))
+      good = next;
+    else
+      bad = next;
+  }
+  while (bad - good > 1) {
+    const std::int64_t mid = good + (bad - good) / 2;
+    if (run(mid))
+      good = mid;
+    else
+      bad = mid;
+  }
+  s.largest = good * step;
+  return s;
+}
+
+namespace {
+
+std::int64_t default_limit(fit_axis a) {
+  switch (a) {
+    case fit_axis::micro_batch:
+      return 4096;
+    case fit_axis::seq:
+      return std::int64_t{4} << 20;
+    case fit_axis::layers:
+      return 4096;
+  }
+  return 1;
+}
+
+// Returns the breakdown of `p` at `l`, or the reason there is none (a size that overflows, say).
+std::optional<breakdown> try_estimate(const problem& p, const layout& l, std::string& why) {
+  try {
+    return estimate(p, l);
+  } catch (const bad_input& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max_fit_options& o) {
+  validate(p, l);
+  max_fit_result r;
+  r.axis = o.axis;
+  r.step = fit_step(l, o.axis);
+  r.limit = o.limit ? o.limit : default_limit(o.axis);
+  r.current = fit_value(p, o.axis);
+  if (r.limit < r.step || r.limit > (std::int64_t{1} << 40))
+    throw bad_input("max-fit-limit", "must be between " + std::to_string(r.step) + " (one step of " +
+                                         to_string(o.axis) + ") and 2^40, got " + std::to_string(r.limit));
+
+  r.predicted_verdict = search_largest(r.step, r.limit, [&](std::int64_t v) {
+    std::string why;
+    const auto b = try_estimate(with_fit_value(p, o.axis, v), l, why);
+    if (!b) return fit_trial{v, false, why};
+    return fit_trial{v, b->fits(),
+                     "decisive total " + gib_str(b->worst_stage().decisive_total(), 1) + " GiB"};
+  });
+  r.predicted_peak = search_largest(r.step, r.limit, [&](std::int64_t v) {
+    std::string why;
+    const auto b = try_estimate(with_fit_value(p, o.axis, v), l, why);
+    if (!b) return fit_trial{v, false, why};
+    std::int64_t peak = 0;
+    for (const auto& s : b->stages) peak = std::max(peak, s.step_peak);
+    return fit_trial{v, peak <= p.device.capacity, "step peak " + gib_str(peak, 1) + " GiB"};
+  });
+
+  r.replayed = search_largest(r.step, r.limit, [&](std::int64_t v) {
+    const problem pv = with_fit_value(p, o.axis, v);
+    std::string why;
+    const auto b = try_estimate(pv, l, why);
+    if (!b) return fit_trial{v, false, why};
+    const int stage = o.stage ? *o.stage : b->worst;
+    if (stage < 0 || stage >= l.pp)
+      throw bad_input("stage", "must be between 0 and " + std::to_string(l.pp - 1));
+    const stage_breakdown& st = b->stages[static_cast<std::size_t>(stage)];
+    if (st.persistent > dev.capacity())
+      return fit_trial{v, false, "persistent state " + gib_str(st.persistent, 1) + " GiB exceeds the device"};
+    const step_trace t = build_trace(pv, b->where, stage);
+    std::unique_ptr<block_checker> checker = o.make_checker ? o.make_checker() : nullptr;
+    case_options co;
+    co.checker = checker.get();
+    co.cleanup_slack = o.cleanup_slack;
+    const case_result c = run_case(t, dev, o.make_allocator, co);
+    r.allocator = c.allocator;
+    if (c.replayed.verified && !c.replayed.verified->ok()) {
+      const auto bad = c.replayed.verified->first_mismatch;
+      throw device_error(std::string("block verification failed at ") + to_string(o.axis) + " " +
+                         std::to_string(v) + ": " + std::to_string(c.replayed.verified->mismatched_words) +
+                         " words did not hold their pattern, first in tensor '" +
+                         (bad ? t.tensors[static_cast<std::size_t>(*bad)].name : std::string("?")) + "'");
+    }
+    if (c.replayed.oom_event) {
+      const auto& e = t.events[*c.replayed.oom_event];
+      return fit_trial{v, false,
+                       "out of memory at event " + std::to_string(*c.replayed.oom_event) + " (" +
+                           to_string(e.when) + ", " + t.tensors[static_cast<std::size_t>(e.tensor)].name +
+                           ")"};
+    }
+    return fit_trial{v, true, "peak reserved " + gib_str(c.replayed.reserved.bytes, 2) + " GiB"};
+  });
+  return r;
+}
+
+}  // namespace headroom::probes

@@ -1,0 +1,163 @@
+// measurement_record.cpp: reading records back, and the environment and inputs blocks
+// (measurement_record.hpp).
+#include "probes/records/measurement_record.hpp"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "planner/errors.hpp"
+#include "probes/records/envelope.hpp"
+#include "probes/records/schema.hpp"
+
+namespace headroom::probes {
+
+using records::utc_now;
+
+nlohmann::json environment_json(const environment& env) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  utsname u{};
+  uname(&u);
+  nlohmann::json j = {{"command_line", env.command_line},
+                      {"host", host},
+                      {"os", std::string(u.sysname) + " " + u.release + " " + u.machine},
+                      {"compiler", __VERSION__},
+                      {"gpu", nullptr},
+                      {"pci_bus_id", nullptr},
+                      {"driver", nullptr},
+                      {"cuda_runtime", nullptr},
+                      {"nccl", nullptr}};
+  if (env.gpu) {
+    j["gpu"] = env.gpu->gpu;
+    j["pci_bus_id"] = env.gpu->pci_bus_id;
+    j["driver"] = env.gpu->driver;
+    j["cuda_runtime"] = env.gpu->cuda_runtime;
+    if (env.gpu->nccl) j["nccl"] = *env.gpu->nccl;
+  }
+  return j;
+}
+
+nlohmann::json record_inputs(const problem& p, const layout& l) {
+  nlohmann::json j = problem_to_json(p);
+  j["tool"] = "headroom";
+  j["predicted"] = true;
+  j["layout"] = axes_string(l) + ", " + zero_name(l) + ", recompute " + to_string(l.recompute);
+  j["layout_spec"] = layout_to_json(l);
+  return j;
+}
+
+namespace {
+
+std::optional<std::int64_t> opt_i64(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+std::int64_t need_i64(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto v = opt_i64(j, key);
+  if (!v) throw bad_input(where, std::string("missing integer field '") + key + "'");
+  return *v;
+}
+
+std::string str_or(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+void read_case(measurement_record& r, const nlohmann::json& inputs, const nlohmann::json& predicted) {
+  const std::string w = r.origin + ": inputs";
+  r.inputs = problem_from_json(inputs, w);
+  if (!inputs.contains("layout_spec"))
+    throw bad_input(
+        w, "no layout_spec: a record written before headroom.measurement/1.3 cannot be re-predicted");
+  r.where = layout_from_json(inputs["layout_spec"], w + ".layout_spec");
+  const std::string pw = r.origin + ": predicted";
+  r.persistent = need_i64(predicted, "persistent_bytes", pw);
+  r.transient = need_i64(predicted, "transient_bytes", pw);
+  r.activations = need_i64(predicted, "activation_bytes", pw);
+  r.working_set = opt_i64(predicted, "working_set_bytes").value_or(0);
+  r.output_phase = opt_i64(predicted, "output_phase_bytes").value_or(0);
+}
+
+}  // namespace
+
+measurement_record measurement_from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw bad_input(origin, "not a headroom record (expected a JSON object)");
+  measurement_record r;
+  r.origin = origin;
+  r.raw = j;
+  r.schema = str_or(j, "schema");
+  const auto version = records::parse(r.schema);
+  const std::string family = version ? version->kind : "";
+  if (const auto env = j.find("environment"); env != j.end() && env->is_object()) {
+    r.gpu = str_or(*env, "gpu");
+    r.driver = str_or(*env, "driver");
+    r.cuda_runtime = str_or(*env, "cuda_runtime");
+    r.nccl = str_or(*env, "nccl");
+  }
+  if (family == "measurement") {
+    records::require(j, records::kind::measurement, origin);
+    r.backend = str_or(j, "backend");
+    r.measured = j.value("measured", false);
+    r.allocator = str_or(j, "allocator");
+    if (r.backend == "pytorch-snapshot") {
+      r.kind = "snapshot";
+      r.allocator = "pytorch caching allocator (recorded)";
+      const auto& devs = j.at("devices");
+      if (!devs.is_array() || devs.empty()) throw bad_input(origin, "a snapshot record with no device");
+      // find, not operator[]: a const JSON object's operator[] on a missing key reads past its end (a fuzz
+      // input with the key misspelt found it).
+      const auto peak = devs[0].is_object() ? devs[0].find("peak_reserved") : devs[0].end();
+      if (!devs[0].is_object() || peak == devs[0].end())
+        throw bad_input(origin + ": devices[0]", "missing peak_reserved");
+      r.peak_reserved = need_i64(*peak, "bytes", origin + ": devices[0].peak_reserved");
+      r.fragmentation = devs[0].value("fragmentation_at_reserved_peak", 0.0);
+      r.out_of_memory = devs[0].contains("ooms") && !devs[0]["ooms"].empty();
+      if (j.contains("inputs") && j.contains("predicted")) read_case(r, j["inputs"], j["predicted"]);
+      return r;
+    }
+    if (r.backend != "sim" && r.backend != "cuda")
+      throw bad_input(origin, "unknown backend '" + r.backend + "'");
+    r.kind = "probe";
+    if (!j.contains("inputs") || !j.contains("predicted") || !j.contains("replayed"))
+      throw bad_input(origin, "a probe record needs inputs, predicted and replayed");
+    read_case(r, j["inputs"], j["predicted"]);
+    r.stage = static_cast<int>(opt_i64(j, "stage").value_or(0));
+    if (const auto rk = j.find("rank"); rk != j.end() && rk->is_object()) {
+      const std::int64_t rank = need_i64(*rk, "rank", origin + ": rank");
+      const std::int64_t world = need_i64(*rk, "world_size", origin + ": rank");
+      if (world < 1 || world > (1 << 24) || rank < 0 || rank >= world)
+        throw bad_input(origin + ": rank", "rank " + std::to_string(rank) + " of world size " +
+                                               std::to_string(world) + " is not a placement");
+      r.rank = static_cast<int>(rank);
+      r.world_size = static_cast<int>(world);
+    }
+    const auto& rep = j["replayed"];
+    r.peak_reserved = need_i64(rep, "peak_reserved_bytes", origin + ": replayed");
+    r.peak_allocated = opt_i64(rep, "peak_allocated_bytes").value_or(0);
+    r.fragmentation = rep.value("fragmentation", 0.0);
+    r.out_of_memory = rep.contains("out_of_memory") && !rep["out_of_memory"].is_null();
+    if (const auto d = j.find("device_memory"); d != j.end() && d->is_object()) {
+      r.device_used_at_peak = opt_i64(*d, "used_at_reserved_peak_bytes");
+      r.used_before_context = opt_i64(*d, "nvml_used_before_context_bytes");
+      r.used_after_context = opt_i64(*d, "used_after_context_bytes");
+    }
+    if (const auto t = j.find("timeline"); t != j.end() && !t->is_null())
+      r.timeline = records::timeline_from_json(*t, origin);
+    return r;
+  }
+  if (family == "overheads") {
+    records::require(j, records::kind::overheads, origin);
+    r.kind = "overheads";
+    r.backend = "cuda";
+    r.measured = true;
+    r.fixed_overhead_bytes = need_i64(j, "fixed_overhead_bytes", origin);
+    if (const auto l = j.find("layers"); l != j.end() && l->is_array() && !l->empty())
+      r.context_bytes = opt_i64((*l)[0], "bytes");
+    return r;
+  }
+  throw bad_input(origin, "not a headroom measurement record (schema '" + r.schema.substr(0, 80) + "')");
+}
+
+}  // namespace headroom::probes

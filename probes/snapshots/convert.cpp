@@ -1,0 +1,91 @@
+// convert.cpp: one device of a snapshot as a step trace (convert.hpp).
+#include "probes/snapshots/convert.hpp"
+
+#include <map>
+
+#include "planner/errors.hpp"
+#include "probes/snapshots/frames.hpp"
+#include "probes/snapshots/window.hpp"
+
+namespace headroom::probes {
+
+using namespace snapshot_window;
+
+snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
+  if (device < 0 || static_cast<std::size_t>(device) >= s.devices.size())
+    throw bad_input("device", "the snapshot has " + std::to_string(s.devices.size()) +
+                                  " device trace(s), no device " + std::to_string(device));
+  const auto& ev = s.devices[static_cast<std::size_t>(device)];
+  snapshot_trace out;
+  out.device = device;
+  step_trace& t = out.trace;
+  t.model = s.origin;
+  t.layout_text = "PyTorch memory snapshot, device " + std::to_string(device);
+  out.cold = window_of(s, device).cold;
+  if (!out.cold) out.start = reconstruct_start(s, device);
+  out.approximate = !out.cold && !out.start.reconstructed;
+  std::map<std::uint64_t, std::int32_t> live;  // address -> tensor
+  auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, const std::string& name,
+                       std::size_t source) {
+    trace_tensor x;
+    x.name = name.empty() ? "block@" + std::to_string(addr) : name;
+    x.bytes = bytes;
+    x.dtype_bytes = 1;
+    x.shape = {bytes};
+    t.tensors.push_back(std::move(x));
+    const auto id = static_cast<std::int32_t>(t.tensors.size() - 1);
+    trace_event e;
+    e.kind = event_kind::alloc;
+    e.tensor = id;
+    e.stream = static_cast<std::int32_t>(stream);
+    t.events.push_back(e);
+    out.source_event.push_back(source);
+    live[addr] = id;
+  };
+  // Warm: the blocks alive before the window first, in address order (a replay under the recorded
+  // settings adopts the reconstructed state instead of running these).
+  if (out.start.reconstructed) {
+    for (const auto& g : out.start.segments)
+      for (const auto& b : g.blocks)
+        if (b.allocated) {
+          add_alloc(b.address, b.requested, g.stream, "alive before recording @" + std::to_string(b.address),
+                    SIZE_MAX);
+          out.start_tensor.push_back(static_cast<std::int32_t>(t.tensors.size() - 1));
+        }
+  } else if (!out.cold) {
+    for (const auto& [addr, bytes] : live_before_window(s, device))
+      add_alloc(addr, bytes, 0, "alive before recording @" + std::to_string(addr), SIZE_MAX);
+  }
+  const bool completions = has_completions(ev);
+  frame_namer names(s.doc);
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const auto& e = ev[i];
+    if (e.action == snap_action::alloc) {
+      if (live.count(e.addr))
+        throw bad_input(s.origin, "device_traces[" + std::to_string(device) + "][" + std::to_string(i) +
+                                      "] allocates address " + std::to_string(e.addr) + " twice");
+      add_alloc(e.addr, e.size, e.stream, names.top(e.frames), i);
+    } else if ((e.action == snap_action::free_completed && completions) ||
+               (e.action == snap_action::free_requested && !completions)) {
+      auto it = live.find(e.addr);
+      if (it == live.end()) continue;  // a block of the window before this one: not allocated in the trace
+      trace_event f;
+      f.kind = event_kind::free;
+      f.tensor = it->second;
+      f.stream = static_cast<std::int32_t>(e.stream);
+      t.events.push_back(f);
+      out.source_event.push_back(i);
+      live.erase(it);
+    } else if (ends_release_run(ev, i, s.settings.max_split_size.has_value())) {
+      trace_event c;
+      c.kind = event_kind::empty_cache;
+      c.tensor = -1;
+      t.events.push_back(c);
+      out.source_event.push_back(i);
+    }
+  }
+  if (s.capacity) t.capacity = *s.capacity;
+  return out;
+}
+
+}  // namespace headroom::probes

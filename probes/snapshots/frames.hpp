@@ -1,0 +1,54 @@
+// frames.hpp: naming the stack frames a snapshot recorded (internal to probes/snapshots/).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "probes/snapshots/snapshot.hpp"
+
+namespace headroom::probes {
+
+// Names frames once: snapshot frame dicts are shared through the memo, so a trace of 20,000 events has a
+// few thousand distinct frames behind a million references.
+class frame_namer {
+ public:
+  explicit frame_namer(const pdoc& d) : m_doc(d), m_kind(d.nodes.size(), unknown) {}
+  // Returns "name (file.py:line)" of the first frame in user code, else the first Python frame, else "".
+  std::string top(std::uint32_t frames) {
+    if (frames == UINT32_MAX) return "";
+    const std::string* first_py = nullptr;
+    for (std::uint32_t f : m_doc.at(frames).kids) {
+      if (m_kind[f] == unknown) classify(f);
+      if (m_kind[f] == user) return m_text[f];
+      if (m_kind[f] == torch_py && !first_py) first_py = &m_text[f];
+    }
+    return first_py ? *first_py : "";
+  }
+
+ private:
+  enum : std::uint8_t { unknown, other, torch_py, user };
+  void classify(std::uint32_t f) {
+    m_kind[f] = other;
+    if (m_doc.at(f).k != pnode::kind::dict) return;
+    auto file = m_doc.get(f, "filename");
+    auto name = m_doc.get(f, "name");
+    if (!file || !name) return;
+    auto fs = m_doc.string(*file);
+    auto ns = m_doc.string(*name);
+    if (!fs || !ns || fs->size() < 3 || fs->substr(fs->size() - 3) != ".py") return;
+    const auto line_node = m_doc.get(f, "line");
+    const auto line = line_node ? m_doc.integer(*line_node).value_or(0) : 0;
+    const auto slash = fs->rfind('/');
+    m_text[f] = std::string(*ns) + " (" +
+                std::string(slash == std::string_view::npos ? *fs : fs->substr(slash + 1)) + ":" +
+                std::to_string(line) + ")";
+    m_kind[f] = fs->find("/torch/") != std::string_view::npos ? torch_py : user;
+  }
+  const pdoc& m_doc;
+  std::vector<std::uint8_t> m_kind;
+  std::unordered_map<std::uint32_t, std::string> m_text;
+};
+
+}  // namespace headroom::probes

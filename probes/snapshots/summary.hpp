@@ -1,0 +1,65 @@
+// summary.hpp: what a snapshot measured, device by device: events per action, streams, whether the
+// trace is cold or warm, the requested and reserved peaks, fragmentation at the reserved peak, the largest
+// live blocks at the requested peak with who allocated them, and the out-of-memory events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "probes/snapshots/snapshot.hpp"
+
+namespace headroom::probes {
+
+struct snap_live_block {
+  std::uint64_t addr = 0;
+  std::int64_t size = 0;
+  std::string frame;
+};
+
+struct snap_oom {
+  std::size_t event = 0;
+  std::int64_t size = 0, device_free = -1;
+  std::string frame;
+};
+
+// What one device's trace measured.
+struct snap_device_summary {
+  int device = 0;
+  std::size_t events = 0;
+  std::map<std::string, std::size_t> counts;  // per action
+  std::vector<std::int64_t> streams;
+  bool cold = false;
+  std::string cold_why;  // why it is cold or warm
+  // Blocks alive before the window (warm traces): freed in it without being allocated in it, or allocated
+  // in the final segments without an alloc event; their requested bytes start the requested curve.
+  std::size_t live_before = 0;
+  std::int64_t live_before_bytes = 0;
+  // Warm: whether the allocator's state at the start was undone from the final segments, and how (or
+  // what could not be undone).
+  bool start_reconstructed = false;
+  std::string start_why;
+  std::int64_t peak_requested = 0;
+  std::size_t peak_requested_event = 0;
+  std::vector<snap_live_block> largest_at_peak;  // at the requested peak, largest first (at most 10)
+  bool reserved_from_events = false;             // segment events present: reserved is known over the trace
+  std::int64_t peak_reserved = 0;
+  std::size_t peak_reserved_event = 0;
+  std::int64_t requested_at_reserved_peak = 0;
+  // 1 - requested / reserved at the reserved peak (the trace carries requested bytes, not block sizes).
+  double fragmentation_at_reserved_peak = 0;
+  std::vector<snap_oom> ooms;
+  std::size_t empty_cache_calls = 0;  // runs of segment frees not followed by a segment_alloc
+};
+
+struct snap_summary {
+  std::vector<snap_device_summary> devices;
+  std::size_t final_segments = 0;
+  std::int64_t final_reserved = 0, final_allocated = 0, final_requested = 0;
+};
+
+// Returns what the snapshot measured, device by device.
+snap_summary summarise(const torch_snapshot& s);
+
+}  // namespace headroom::probes

@@ -1,0 +1,252 @@
+// step_trace.cpp: building the step trace of one rank from the ledger (see step_trace.hpp).
+//
+// Order: persistent state (one flat buffer per recipe buffer, as ZeRO and Megatron's distributed optimizer
+// keep them); then the 1F1B schedule of this stage. A forward layer gathers its parameters (ZeRO-3, up to
+// `units` layers in flight), allocates every ledger tensor, and frees what the recompute mode drops. A
+// backward layer allocates its working set (recomputed tensors, activation gradients, unsharded parameter
+// gradients before reduce-scatter), then frees it and the layer's saved tensors. The last stage runs the
+// output layer (fp32 logits, loss, logits gradient) at the start of each backward. Then the optimizer step.
+#include "probes/trace/step_trace.hpp"
+
+#include <algorithm>
+
+#include "planner/errors.hpp"
+#include "planner/ledger.hpp"
+#include "planner/schedule.hpp"
+
+namespace headroom::probes {
+
+const char* to_string(phase p) {
+  switch (p) {
+    case phase::state:
+      return "state";
+    case phase::forward:
+      return "forward";
+    case phase::output:
+      return "output";
+    case phase::backward:
+      return "backward";
+    case phase::optimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(event_kind k) {
+  return k == event_kind::alloc ? "alloc" : k == event_kind::free ? "free" : "empty_cache";
+}
+
+namespace {
+
+class trace_builder {
+ public:
+  explicit trace_builder(step_trace& t) : m_t(t) {}
+
+  std::int32_t alloc(std::string name, std::vector<std::int64_t> shape, std::int64_t dtype,
+                     std::int64_t bytes, phase when) {
+    m_t.tensors.push_back({std::move(name), std::move(shape), dtype, bytes});
+    const auto id = static_cast<std::int32_t>(m_t.tensors.size() - 1);
+    m_t.events.push_back({event_kind::alloc, when, id});
+    return id;
+  }
+  std::int32_t alloc(const std::string& prefix, const ledger_entry& e, phase when) {
+    return alloc(prefix + e.name, e.shape, e.dtype_bytes, e.bytes, when);
+  }
+  void free(std::int32_t id, phase when) { m_t.events.push_back({event_kind::free, when, id}); }
+
+ private:
+  step_trace& m_t;
+};
+
+// Walks one stage's share of Megatron's schedule, emitting the trace's events: warm-up forwards, then one
+// forward and one backward at a time, then the cool-down. Step i of m * vpp runs micro-batch
+// (i / (pp*vpp)) * pp + i % pp on chunk (i / pp) % vpp (backward: the chunks in reverse); with vpp = 1 that
+// is micro-batch i. A model chunk is the stage's layers / vpp consecutive layers; chunk c of this stage
+// starts at layer (c * pp + stage) * chunk_layers (every stage holds the same layers when vpp > 1); with
+// vpp = 1, one chunk starting where the split puts this stage.
+class schedule_walker {
+ public:
+  schedule_walker(const problem& p, const layout& l, int stage, const breakdown& b, std::int64_t traced,
+                  trace_builder& tb)
+      : m_l(l), m_b(b), m_tb(tb), m_stage(stage), m_m(traced), m_pp(l.pp), m_v(l.vpp) {
+    const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
+    m_layers = sb.layers / m_v;
+    m_stage_first = first_layer_of(p, l, stage);
+    m_gathers = sb.transient > 0;
+    m_gather_bytes = m_gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
+    m_units = zero3_units(b.basis.params, l, m_layers);
+    const std::int64_t param_bytes = p.precision.bytes_of(buffer_kind::params);
+    m_gather_dtype = m_gather_bytes % param_bytes == 0 ? param_bytes : 1;
+    m_last = stage == l.pp - 1;
+    m_embeds = stage == 0 && !b.basis.first_stage.empty();
+    m_saved.assign(static_cast<std::size_t>(m_m * m_v),
+                   std::vector<std::vector<std::int32_t>>(static_cast<std::size_t>(m_layers)));
+    m_gathered.assign(static_cast<std::size_t>(m_layers), -1);
+    m_embedded.resize(static_cast<std::size_t>(m_m));
+  }
+
+  // Runs the stage's forwards and backwards for the traced micro-batches.
+  void run(std::int64_t warmup_steps) {
+    const std::int64_t total = m_m * m_v;
+    const std::int64_t warmup = std::min<std::int64_t>(warmup_steps, total);
+    std::int64_t next_f = 0, next_b = 0;
+    for (; next_f < warmup; ++next_f) forward(mb_of(next_f), chunk_of(next_f, true));
+    while (next_f < total) {
+      forward(mb_of(next_f), chunk_of(next_f, true));
+      ++next_f;
+      backward(mb_of(next_b), chunk_of(next_b, false));
+      ++next_b;
+    }
+    for (; next_b < total; ++next_b) backward(mb_of(next_b), chunk_of(next_b, false));
+  }
+
+ private:
+  std::int64_t mb_of(std::int64_t i) const { return m_v == 1 ? i : (i / (m_pp * m_v)) * m_pp + i % m_pp; }
+  std::int64_t chunk_of(std::int64_t i, bool fwd) const {
+    const std::int64_t c = m_v == 1 ? 0 : (i % (m_pp * m_v)) / m_pp;
+    return fwd ? c : m_v - 1 - c;
+  }
+  std::int64_t first_layer(std::int64_t chunk) const {
+    return m_v == 1 ? m_stage_first : (chunk * m_pp + m_stage) * m_layers;
+  }
+  std::vector<std::int32_t>& saved(std::int64_t mb, std::int64_t chunk, std::int64_t j) {
+    return m_saved[static_cast<std::size_t>(mb * m_v + chunk)][static_cast<std::size_t>(j)];
+  }
+  std::string prefix(std::int64_t mb, std::int64_t chunk, std::int64_t j) const {
+    return "mb" + std::to_string(mb) + ".layer" + std::to_string(first_layer(chunk) + j) + ".";
+  }
+
+  // ZeRO-3: gathers layer j of the chunk unless it is alive; every pass frees its own.
+  void gather(std::int64_t chunk, std::int64_t j, phase when) {
+    if (!m_gathers || j < 0 || j >= m_layers || m_gathered[static_cast<std::size_t>(j)] >= 0) return;
+    m_gathered[static_cast<std::size_t>(j)] =
+        m_tb.alloc("layer" + std::to_string(first_layer(chunk) + j) + ".params.gathered",
+                   {m_gather_bytes / m_gather_dtype}, m_gather_dtype, m_gather_bytes, when);
+  }
+  void release(std::int64_t j, phase when) {
+    if (!m_gathers || m_gathered[static_cast<std::size_t>(j)] < 0) return;
+    m_tb.free(m_gathered[static_cast<std::size_t>(j)], when);
+    m_gathered[static_cast<std::size_t>(j)] = -1;
+  }
+
+  // A forward layer gathers its parameters, allocates every ledger tensor and frees what the recompute
+  // mode drops. The first stage's embedding output (its dropout mask) is made before the model's first
+  // chunk runs forward and freed after that chunk's backward.
+  void forward(std::int64_t mb, std::int64_t chunk) {
+    if (m_embeds && chunk == 0)
+      for (const auto& e : m_b.basis.first_stage)
+        m_embedded[static_cast<std::size_t>(mb)].push_back(
+            m_tb.alloc("mb" + std::to_string(mb) + ".", e, phase::forward));
+    for (std::int64_t j = 0; j < m_layers; ++j) {
+      for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j + u, phase::forward);
+      const std::string name = prefix(mb, chunk, j);
+      std::vector<std::int32_t> dropped;
+      for (const auto& e : m_b.basis.ledger) {
+        const auto id = m_tb.alloc(name, e, phase::forward);
+        (kept_for_backward(e.role, m_l.recompute) ? saved(mb, chunk, j) : dropped).push_back(id);
+      }
+      for (auto id : dropped) m_tb.free(id, phase::forward);
+      release(j, phase::forward);
+    }
+  }
+
+  // The loss after the model's last chunk; then each layer's working set, allocated and freed, and the
+  // layer's saved tensors freed.
+  void backward(std::int64_t mb, std::int64_t chunk) {
+    for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, m_layers - 1 - u, phase::backward);
+    if (m_last && chunk == m_v - 1) {
+      const std::string name = "mb" + std::to_string(mb) + ".";
+      std::vector<std::int32_t> ids;
+      for (const auto& e : m_b.basis.output_phase) ids.push_back(m_tb.alloc(name, e, phase::output));
+      for (auto id : ids) m_tb.free(id, phase::output);
+    }
+    for (std::int64_t j = m_layers - 1; j >= 0; --j) {
+      for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j - u, phase::backward);
+      const std::string name = prefix(mb, chunk, j);
+      std::vector<std::int32_t> ids;
+      for (const auto& e : m_b.basis.working_set) ids.push_back(m_tb.alloc(name, e, phase::backward));
+      for (auto id : ids) m_tb.free(id, phase::backward);
+      for (auto id : saved(mb, chunk, j)) m_tb.free(id, phase::backward);
+      release(j, phase::backward);
+    }
+    if (m_embeds && chunk == 0)
+      for (auto id : m_embedded[static_cast<std::size_t>(mb)]) m_tb.free(id, phase::backward);
+  }
+
+  const layout& m_l;
+  const breakdown& m_b;
+  trace_builder& m_tb;
+  std::int64_t m_stage, m_m, m_pp, m_v;
+  std::int64_t m_layers = 0, m_stage_first = 0, m_gather_bytes = 0, m_gather_dtype = 1, m_units = 0;
+  bool m_gathers = false, m_last = false, m_embeds = false;
+  std::vector<std::vector<std::vector<std::int32_t>>> m_saved;  // per (micro-batch, chunk), per layer
+  std::vector<std::int32_t> m_gathered;                         // ZeRO-3 gathers alive, per layer; -1: none
+  std::vector<std::vector<std::int32_t>> m_embedded;            // per micro-batch
+};
+
+}  // namespace
+
+step_trace build_trace(const problem& p, const layout& l, int stage) {
+  const breakdown b = estimate(p, l);
+  if (l.zero == 3 && !l.reshard_after_forward)
+    throw bad_input("reshard-after-forward",
+                    "the trace does not model FSDP without resharding yet (the "
+                    "planner does)");
+  if (stage < 0 || stage >= l.pp)
+    throw bad_input("stage",
+                    "must be between 0 and " + std::to_string(l.pp - 1) + ", got " + std::to_string(stage));
+  const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
+
+  step_trace t;
+  t.model = p.model.name;
+  t.layout_text = trace_layout_text(l);
+  t.stage = stage;
+  t.stages = l.pp;
+  // Micro-batches to trace: enough to reach the schedule's steady state (one forward after the warm-up).
+  // Megatron's interleaved schedule runs pp micro-batches per round, so it needs M divisible by pp: the
+  // planner's schedule_error() (estimate() above refuses by it too).
+  if (auto e = schedule_error(p, l)) throw *e;
+  const std::int64_t M = b.basis.microbatches, pp = l.pp, v = l.vpp;
+  const std::int64_t warmup_steps = warmup_chunks(l, stage);
+  std::int64_t m = std::min<std::int64_t>(M, pp - stage + 1);
+  if (v > 1) m = std::min<std::int64_t>(M, pp * ((warmup_steps + 2 + pp * v - 1) / (pp * v)));
+  t.microbatches_per_step = M;
+  t.microbatches_traced = m;
+  trace_builder tb(t);
+
+  // Persistent state: the rank's shard of every recipe buffer that lives on the GPU.
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
+    const auto bytes = sb.buffer_bytes[i];
+    if (bytes == 0) continue;
+    const auto& buf = p.precision.buffers[i];
+    const std::int64_t dtype = bytes % buf.bytes == 0 ? buf.bytes : 1;
+    tb.alloc("state." + buf.name, {bytes / dtype}, dtype, bytes, phase::state);
+  }
+  // The same tensor lists the planner summed, ordered in time by the schedule.
+  schedule_walker(p, l, stage, b, m, tb).run(warmup_steps);
+
+  // Optimizer step: the gradient norm's partial sums (fused multi-tensor Adam needs no per-parameter
+  // temporaries; PyTorch's foreach Adam does, and is not modelled).
+  const auto scratch = tb.alloc("optimizer.grad_norm.partials", {2048}, 4, 8192, phase::optimizer);
+  tb.free(scratch, phase::optimizer);
+  return t;
+}
+
+std::string trace_layout_text(const layout& l) {
+  return zero_name(l) + ", recompute " + to_string(l.recompute) + ", " + axes_string(l);
+}
+
+live_peak trace_peak(const step_trace& t) {
+  live_peak peak;
+  std::int64_t live = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const auto& e = t.events[i];
+    if (e.kind == event_kind::empty_cache) continue;
+    const auto bytes = t.tensors[static_cast<std::size_t>(e.tensor)].bytes;
+    live += e.kind == event_kind::alloc ? bytes : -bytes;
+    if (live > peak.bytes) peak = {live, i};
+  }
+  return peak;
+}
+
+}  // namespace headroom::probes
