@@ -1,7 +1,7 @@
 // snapshot_bench.cpp: reading and replaying PyTorch memory snapshots (issue 8's target: a 20,000-event
 // snapshot read and replayed in under 100 ms). Each iteration parses the file's bytes (pickle), converts
 // device 0 into a trace and replays it through the caching emulation, compared with the real trace. The
-// files: the two in tests/data/snapshots, and the larger ones of ../shared/data/snapshots when present.
+// files: the two in tests/data/snapshots, and the larger ones of docs/snapshots.md when present.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>

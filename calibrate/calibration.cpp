@@ -20,8 +20,8 @@ const char* term_name(int i) {
 
 namespace {
 
-// The default of an unobserved fixed term: the context, cuBLAS and NCCL figures of memory-facts.md (the
-// planner's documented fixed overheads), not the seed's 10 GiB, which also covered what the other terms fit.
+// The default of an unobserved fixed term: context, cuBLAS and NCCL of docs/fixed-overheads.md (the
+// planner's documented fixed overheads), not the reference case's 10 GiB, which also covers the other terms.
 const std::int64_t fixed_prior = device_spec{}.fixed_overheads;
 
 }  // namespace
@@ -112,7 +112,7 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
       tf.value = t == 0 ? static_cast<double>(fixed_prior) : 0;
       tf.why =
           t == 0 ? "not observed (only sim or snapshot records: no CUDA context in them); the documented " +
-                       mib_str(fixed_prior, 0) + " MiB of context, cuBLAS and NCCL (memory-facts.md) is kept"
+                       mib_str(fixed_prior, 0) + " MiB of context, cuBLAS and NCCL (docs/fixed-overheads.md) is kept"
                  : "not observed by these records: 0";
     }
   }

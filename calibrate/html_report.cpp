@@ -95,7 +95,7 @@ std::string html_report(const std::vector<probes::measurement_record>& records,
         skipped.push_back(r.origin + ": an overheads record (in the fixed term of the fit, no case to draw)");
         continue;
       }
-      // Predicted reserve for this case: the calibration's terms, else the seed's default.
+      // Predicted reserve for this case: the calibration's terms, else the reference case's default.
       const reserve_model res = cal ? reserve_of(*cal, "") : r.inputs->device.reserve;
       o.predicted = static_cast<double>(
           res.bytes(static_cast<std::int64_t>(o.x[1]), static_cast<std::int64_t>(o.x[2])));

@@ -24,7 +24,6 @@
 #include "probes/cases/measurement.hpp"
 #include "probes/io/results_file.hpp"
 #include "tables.hpp"
-#include "version.hpp"
 #include "probes/records/envelope.hpp"
 
 namespace headroom::cli {
@@ -189,7 +188,7 @@ std::string max_fit_text(const max_fit_result& r, fit_axis axis, const problem& 
                    : "emulated: allocator rules over the simulated device");
   write_search(out, "planner, step peak", r.predicted_peak, "predicted: step peak <= capacity, no reserve");
   write_search(out, "planner, verdict", r.predicted_verdict,
-               "predicted: the verdict, seed's total and step peak + overheads <= capacity");
+               "predicted: the verdict, reference total and step peak + overheads <= capacity");
   out << "trials on the device:\n";
   for (const auto& t : r.replayed.trials)
     out << "  " << to_string(axis) << " " << t.value << ": " << (t.fits ? "fits, " : "does not fit, ")
@@ -225,12 +224,10 @@ int run_probe_overheads(const probe_overheads_options& o) {
   overheads r = probe_overheads(shapes);
   r.other_module_loading = r.module_loading == "EAGER" ? "LAZY" : "EAGER";
   r.context_other_mode = context_in_child(r.other_module_loading);
-  environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, read_gpu_environment()};
+  environment env{o.command_line, read_gpu_environment()};
   if (!o.json_out.empty()) {
     nlohmann::json inputs = problem_to_json(p);
     inputs["tool"] = "headroom";
-    inputs["tool_version"] = HEADROOM_VERSION;
-    inputs["git_revision"] = HEADROOM_GIT_REVISION;
     inputs["predicted"] = true;
     inputs["layout"] = axes_string(l);
     write_new_file(o.json_out, overheads_to_json(r, inputs, env).dump(2) + "\n", o.force, &std::cout);

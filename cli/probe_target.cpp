@@ -6,7 +6,6 @@
 
 #include "planner/errors.hpp"
 #include "probes/cases/measurement.hpp"
-#include "version.hpp"
 
 namespace headroom::cli {
 
@@ -96,15 +95,13 @@ target_run run_on_target(probe_target& target, const step_trace& t, const stage_
 }
 
 environment environment_of(const probe_case_options& o, const probe_target* t) {
-  environment env{HEADROOM_VERSION, HEADROOM_GIT_REVISION, o.command_line, std::nullopt};
+  environment env{o.command_line, std::nullopt};
   if (t && t->gpu) env.gpu = t->gpu->environment();
   return env;
 }
 
 nlohmann::json case_inputs(const problem& p, const layout& l, const std::string& trace_file) {
   nlohmann::json inputs = record_inputs(p, l);
-  inputs["tool_version"] = HEADROOM_VERSION;
-  inputs["git_revision"] = HEADROOM_GIT_REVISION;
   inputs["trace_file"] = trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace_file);
   return inputs;
 }

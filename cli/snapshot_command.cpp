@@ -321,7 +321,7 @@ int run_snapshot(const snapshot_options& o) {
   if (with_model) {
     const auto& w = record["predicted"];
     out << "predicted for this run (analytic model, worst rank): step peak "
-        << gib_str(w["step_peak_bytes"].get<std::int64_t>(), 2) << " GiB, seed total "
+        << gib_str(w["step_peak_bytes"].get<std::int64_t>(), 2) << " GiB, reference total "
         << gib_str(w["total_bytes"].get<std::int64_t>(), 2) << " GiB\n";
   }
   if (!o.trace_out.empty()) {

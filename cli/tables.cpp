@@ -14,18 +14,18 @@
 namespace headroom::cli {
 
 namespace {
-constexpr int rule_width = 105;  // the seed's table
+constexpr int rule_width = 105;  // the reference case's table
 constexpr int cost_width = 9;
 
 std::string pad(std::string s, std::size_t w) {
   if (s.size() < w) s.append(w - s.size(), ' ');
   return s;
 }
-// Returns bytes as the seed's 8-wide GiB number column.
+// Returns bytes as the reference case's 8-wide GiB number column.
 std::string num8(std::int64_t bytes) {
   return gib_cell(bytes, 8);
 }
-// The seed's columns: strategy 32, axes 23 (wider when the search adds vpp and micro-batch), then numbers
+// The reference case's columns: strategy 32, axes 23 (wider with vpp and micro-batch), then numbers
 // right-aligned in 8, 9, 9, 9.
 std::string axes_cell(const std::string& a, std::size_t width) {
   return a.size() < width ? pad(a, width) : a + " ";
@@ -36,7 +36,7 @@ std::string candidate_axes(const candidate& c, bool micro_batch_searched) {
   if (micro_batch_searched) a += " mb=" + std::to_string(c.micro_batch);
   return a;
 }
-// Returns the axes column width of a search's table: the seed's 23, wider when a row's axes (with vpp and
+// Returns a search table's axes column width: the reference case's 23, wider when a row's axes (with vpp and
 // the searched micro-batch) need it.
 std::size_t axes_width_of(const suggestion& s) {
   std::size_t w = 23;
@@ -255,7 +255,7 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
              std::to_string(reserve_tokens(p, l)) + " tokens");
     o << "  " << pad("", 34) << "           " << r.source << "\n";
   }
-  line("total", w.total, "state + activations + reserve (the seed's)");
+  line("total", w.total, "state + activations + reserve (the reference total)");
   o << "  the step peak, with what lies outside the allocator:\n";
   line("  backward working set, one layer", w.working_set);
   if (w.output_phase)

@@ -1,4 +1,4 @@
-// tables.hpp: writers over the planner's results: the seed's table, per-stage breakdowns, JSON and CSV.
+// tables.hpp: writers over the planner's results: the reference case's table, stage breakdowns, JSON and CSV.
 // Every byte count goes out as an integer in JSON and CSV; GiB only in the human table.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace headroom::cli {
 
-// The seed's table header (plus a cost column) and its rule line.
+// The reference case's table header (plus a cost column) and its rule line.
 void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::size_t axes_width = 23);
 void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width = 23);
 // One table row for a layout's worst stage; the total is the decisive one, starred when the step peak
@@ -21,7 +21,7 @@ bool write_table_row(std::ostream& o, const layout& l, const stage_breakdown& w,
                      const std::string& axes = "", std::size_t axes_width = 23);
 // The footnote of a table in which some row's total was starred.
 void write_peak_note(std::ostream& o, bool any);
-// Returns the seed's strategy name: "ZeRO-3 + selective recompute".
+// Returns the reference case's strategy name: "ZeRO-3 + selective recompute".
 std::string strategy_name(const layout& l);
 
 // A plan: heading, the table row, the worst rank's terms, every stage when pp > 1.

@@ -49,7 +49,7 @@ std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, cons
   const std::int64_t L = p.model.layers;
   std::int64_t stage_params = 0;
   if (pc.stated) {
-    // Psi * layers_k / L: with an even split this is Psi / pp exactly, the seed's figure; uneven, in
+    // Psi * layers_k / L: with an even split this is Psi / pp exactly, the reference figure; uneven, in
     // 128 bits so the product cannot overflow.
     stage_params = layers * l.pp == L
                        ? pc.total / l.pp
@@ -88,7 +88,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   s.layers = stage_layers(p, l, stage);
   const bool first = stage == 0, last = stage == l.pp - 1;
 
-  // Parameters this rank owns. A stated Ψ is spread evenly (the seed's convention); a derived one puts
+  // Parameters this rank owns. A stated Ψ is spread evenly (as the reference case does); a derived one puts
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
   s.params_on_rank = stage_params_on_rank(p, pc, l, stage, s.layers);
 
@@ -118,7 +118,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   }
   s.persistent = s.params + s.grads + s.master + s.optimizer;
 
-  // ZeRO-3 gathers whole layers before use: `units` of them in flight, divided by tp * pp as the seed does.
+  // ZeRO-3 gathers whole layers before use: `units` in flight, divided by tp * pp as the reference case does.
   // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
   // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
   s.transient = stage_transient(p, pc, l, s.layers, s.params_on_rank);
@@ -126,7 +126,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
 
   // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
   // interleaved, 2(pp-k-1) + (vpp-1)pp + 1 chunks of layers/vpp, for k = 0 the factor
-  // (1 + (pp-1)/(pp*vpp)) of memory-facts.md.
+  // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
   s.activations = saturating_mul(s.layer_activations, per_layer.of(l.recompute));

@@ -1,11 +1,11 @@
 // estimate.hpp: the per-GPU memory of one layout, stage by stage: state (the recipe's buffers after
 // tp / pp / ZeRO division), the ZeRO-3 gather transient, activations (ledger x layers x micro-batches in
-// flight), and the reserve. This is the seed's analytic model; every figure is "predicted".
+// flight), and the reserve. This is the reference case's analytic model; every figure is "predicted".
 //
-// The verdict (stated once in stage_terms.hpp): a layout fits when both the seed's total (state +
+// The verdict (stated once in stage_terms.hpp): a layout fits when both the reference total (state +
 // activations + reserve) and the step peak plus the fixed overheads outside the allocator (persistent +
 // transient + activations + max(backward working set, output phase) + context, cuBLAS, NCCL) are within
-// the capacity. The seed's total decides every figure the seed prints; the step peak decides at long
+// the capacity. The reference total decides every figure of the reference case; the step peak decides at long
 // sequences and large vocabularies, where the output phase alone can dwarf the 10 GiB reserve.
 #pragma once
 
@@ -30,7 +30,7 @@ struct stage_breakdown {
   std::int64_t host_offload = 0;       // master + optimizer bytes held in host memory instead
   std::int64_t persistent = 0;         // params + grads + master + optimizer
   std::int64_t transient = 0;          // ZeRO-3: unsharded layers gathered in flight
-  std::int64_t state = 0;              // persistent + transient (the seed's "state" column)
+  std::int64_t state = 0;              // persistent + transient (the reference case's "state" column)
   std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
   std::int64_t embedding_activations =
       0;                             // first stage: the embedding dropout masks of micro-batches in flight
@@ -42,14 +42,14 @@ struct stage_breakdown {
   std::int64_t fixed_overheads = 0;  // outside the allocator: context, cuBLAS, NCCL (device_spec)
   std::int64_t peak_total = 0;       // step_peak + fixed_overheads
   std::int64_t reserve = 0;
-  std::int64_t total = 0;  // state + activations + reserve: the seed's total
+  std::int64_t total = 0;  // state + activations + reserve: the reference total
   std::int64_t capacity = 0;
   std::int64_t headroom = 0;  // capacity - decisive_total() (negative when it does not fit)
   bool fits = false;          // both totals within the capacity
 
-  // Returns whether the step peak (+ fixed overheads), not the seed's total, decides the verdict.
+  // Returns whether the step peak (+ fixed overheads), not the reference total, decides the verdict.
   bool peak_decides() const { return peak_total > total; }
-  // Returns the total that decides: the larger of the seed's total and the step peak + fixed overheads.
+  // Returns the total that decides: the larger of the reference total and the step peak + fixed overheads.
   std::int64_t decisive_total() const { return peak_decides() ? peak_total : total; }
   // Returns the five terms the verdict derives from (stage_terms.hpp), bytes.
   stage_terms terms() const { return {persistent, transient, activations, working_set, output_phase}; }
@@ -79,7 +79,7 @@ struct breakdown {
   bool fits() const { return worst_stage().fits; }
 };
 
-// Returns the bytes of one ZeRO-3 gather unit: one layer's parameters / (tp * pp), the seed's convention.
+// Returns the bytes of one ZeRO-3 gather unit: a layer's parameters / (tp * pp), the reference case's rule.
 std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l);
 
 // Returns the ZeRO-3 gather units in flight on a stage whose model chunks hold `chunk_layers` layers: the

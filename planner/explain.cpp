@@ -170,7 +170,7 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
     }
   }
   o << "  total = state " << gib_str(w.state) << " + activations " << gib_str(w.activations) << " + reserve "
-    << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB (the seed's)\n";
+    << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB (the reference total)\n";
   o << "  step peak = persistent " << gib_str(w.persistent) << " + transient " << gib_str(w.transient)
     << " + activations " << gib_str(w.activations) << " + max(backward working set " << gib_str(w.working_set)
     << ", output phase " << gib_str(w.output_phase) << ") = " << gib_str(w.step_peak) << " GiB\n";
@@ -183,7 +183,7 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
       << " bytes + per-token loss terms = " << gib_str(w.output_phase, 2) << " GiB\n";
   o << "  step peak + fixed overheads " << gib_str(w.fixed_overheads, 2)
     << " (context, cuBLAS, NCCL) = " << gib_str(w.peak_total) << " GiB\n";
-  o << "  decided by: " << (w.peak_decides() ? "the step peak + fixed overheads (" : "the seed's total (")
+  o << "  decided by: " << (w.peak_decides() ? "the step peak + fixed overheads (" : "the reference total (")
     << gib_str(w.decisive_total()) << " GiB, the larger of the two)\n";
   o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.decisive_total()) << " = " << gib_str(w.headroom)
     << " GiB (" << fixed(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 1)
@@ -242,7 +242,7 @@ std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   const double act = to_gib(r.full_recompute_activations);
   const double state = to_gib(b.state_total);
   const double room = cap - res - act;
-  o << "lower bound (the seed's (e)): leave room for the cheapest activations, full recompute at tp=1:\n";
+  o << "lower bound: leave room for the cheapest activations, full recompute at tp=1:\n";
   o << "  2*s*b*h*L = 2 * " << p.training.seq << " * " << p.training.micro_batch << " * " << p.model.hidden
     << " * " << p.model.layers << " = " << eng(static_cast<double>(r.full_recompute_activations))
     << " bytes = " << fixed(act, 1) << " GiB\n";

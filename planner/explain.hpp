@@ -1,4 +1,4 @@
-// explain.hpp: the derivations behind a plan, written the way the seed writes them (formula, substituted
+// explain.hpp: the derivations behind a plan, in the form of docs/reference-case.md (formula, substituted
 // numbers, result), for the case at hand. Returns text; the CLI prints it.
 #pragma once
 
@@ -15,7 +15,7 @@ std::string explain_plan(const problem& p, const breakdown& b);
 // Returns the proof that nothing fits on s.gpus when the bound proves it, or why nothing fits otherwise.
 std::string explain_nothing_fits(const problem& p, const suggestion& s);
 
-// Returns the derivation of the minimum GPU count (the seed's (e)).
+// Returns the derivation of the minimum GPU count (docs/reference-case.md (e)).
 std::string explain_min_gpus(const problem& p, const min_gpus_result& r);
 
 }  // namespace headroom

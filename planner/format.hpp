@@ -1,5 +1,5 @@
 // format.hpp: how numbers are written for people: GiB with a fixed number of decimals, and counts in the
-// seed's engineering notation (175e9, 2.869e9). Bytes stay integers until this point.
+// reference case's engineering notation (175e9, 2.869e9). Bytes stay integers until this point.
 #pragma once
 
 #include <cstdint>

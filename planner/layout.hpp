@@ -98,9 +98,9 @@ struct training_spec {
 struct device_spec {
   std::int64_t capacity = 192 * gib;  // bytes of one GPU
   reserve_model
-      reserve;  // kept back for context, NCCL, fragmentation (planner/reserve.hpp; the seed's 10 GiB)
+      reserve;  // kept back for context, NCCL, fragmentation (planner/reserve.hpp; 10 GiB by default)
   // Memory outside the allocator that the step peak must leave room for: CUDA context (512 MiB), cuBLAS
-  // workspace (32 MiB), NCCL buffers (512 MiB): a documented default until `probe --overheads` measures it.
+  // workspace (32 MiB), NCCL buffers (512 MiB): a documented default until `probe overheads` measures it.
   std::int64_t fixed_overheads = 1056 * mib;
   int gpus_per_node = 8;
 };
@@ -163,7 +163,7 @@ inline bool schedule_runs(const layout& l, std::int64_t microbatches) {
 std::optional<bad_input> schedule_error(const problem& p, const layout& l);
 // Returns whether micro-batch x dp divides the global batch (Megatron-LM's rule). --suggest tries a
 // micro-batch b > 1 it searches only where this holds; micro-batch 1 keeps ceil(G / dp) micro-batches
-// per step (the seed's convention), and a micro-batch the user gives is taken as given, in `plan` too.
+// per step (as the reference case does), and a micro-batch the user gives is taken as given, in `plan` too.
 inline bool micro_batch_divides(const problem& p, const layout& l) {
   return p.training.global_batch % (p.training.micro_batch * l.dp()) == 0;
 }
@@ -173,7 +173,7 @@ void validate(const problem& p, const layout& l);
 
 // The recipe a problem has unless one is given (16 bytes per parameter).
 inline constexpr const char* default_recipe = "bf16-adam";
-// Returns a problem for `m` with the seed's defaults: default_recipe, the model's own sequence length,
+// Returns a problem for `m` with the reference defaults: default_recipe, the model's own sequence length,
 // and training_spec's and device_spec's defaults (micro-batch 1, global batch 1536, 192 GiB GPUs with a
 // 10 GiB reserve, 1056 MiB of fixed overheads, 8 GPUs per node). The CLI's defaults read these.
 problem default_problem(model_spec m);
@@ -186,7 +186,7 @@ const char* to_string(attention_kind a);
 const char* to_string(loss_kind k);
 // Returns "tp=2 pp=1 dp=16" plus " cp=2", " vpp=2", " sp" when they apply.
 std::string axes_string(const layout& l);
-// Returns the seed's strategy name: "DDP", "ZeRO-1".."ZeRO-3" (+ " + offload").
+// Returns the reference case's strategy name: "DDP", "ZeRO-1".."ZeRO-3" (+ " + offload").
 std::string zero_name(const layout& l);
 
 }  // namespace headroom

@@ -1,7 +1,7 @@
 // ledger.hpp: the one inventory of the tensors a transformer layer keeps for its backward pass.
 // The planner sums it (activations), `--explain` prints it, and the probes replay it, so that predicted
 // and measured always speak of the same tensors. Formulas: Korthikanti et al., arXiv 2205.05198, and
-// ../shared/reference/memory-facts.md; docs/model.md derives each line.
+// docs/model.md section 4, which derives each line.
 #pragma once
 
 #include <array>
@@ -74,7 +74,7 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger);
 // the tensors the recompute mode dropped (recomputed now), the gradients flowing through the layer
 // (w.r.t. its output and input, its widest MLP activation and, eager, the attention probabilities), and,
 // when `unsharded_grad_bytes` > 0 (ZeRO >= 2), the layer's parameter gradients before reduce-scatter.
-// The seed leaves this working set to the reserve; the planner reports it and the probes replay it.
+// The reference case leaves this working set to the reserve; the planner reports it and the probes replay it.
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes);
 
@@ -108,8 +108,8 @@ std::vector<ledger_entry> first_stage_tensors(const model_spec& m, const ledger_
 // Returns the sum of the entries' bytes.
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries);
 
-// Returns the bytes of one fp32 copy of the logits on the last stage (tokens x vocab / tp x 4). The seed
-// leaves logits to the reserve; the planner reports them but does not add them.
+// Returns the bytes of one fp32 copy of the logits on the last stage (tokens x vocab / tp x 4). The reference
+// total leaves logits to the reserve; the planner reports them but does not add them.
 std::int64_t logits_bytes(const model_spec& m, const ledger_shape& s);
 
 }  // namespace headroom

@@ -45,7 +45,7 @@ struct param_counts {
   std::int64_t output = 0;       // final norm + output head (a copy of the embedding when tied and pp > 1)
   std::int64_t output_tied = 0;  // the part of `output` that exists only when tied weights are split by pp
   std::int64_t total = 0;        // Ψ: stated when the preset states it, else derived
-  bool stated = false;           // Ψ was stated: it is spread evenly over layers, as the seed does
+  bool stated = false;           // Ψ was stated: it is spread evenly over layers, as the reference case does
 };
 
 // Returns the parameter counts of `m`. A stated Ψ is spread evenly over the layers (per_layer = Ψ/L,

@@ -45,7 +45,7 @@ std::vector<std::string> builtin_recipes() {
 namespace {
 recipe builtin(const std::string& name) {
   using k = buffer_kind;
-  if (name == "bf16-adam")  // the seed's table (a): ZeRO's 16Ψ
+  if (name == "bf16-adam")  // docs/reference-case.md (a): ZeRO's 16Ψ
     return {name,
             {{"bf16 parameters", k::params, 2, 3},
              {"bf16 gradients", k::grads, 2, 2},
@@ -85,7 +85,7 @@ recipe builtin(const std::string& name) {
              {"Adam v (8-bit)", k::optimizer, 1, 1}},
             2};
   if (name == "megatron-distopt")
-    // Megatron-LM's distributed optimizer (--use-distributed-optimizer, docs/source/distrib_optimizer.md):
+    // the distributed optimizer (--use-distributed-optimizer, Megatron-LM:docs/source/distrib_optimizer.md):
     // bf16 parameters and fp32 main gradients stay whole on every rank (gradients accumulate across
     // micro-batches), fp32 master weights and Adam's two states are sharded: 6 + 12/d bytes per parameter.
     // Use it with --zero 1.

@@ -14,7 +14,7 @@ enum class buffer_kind { params, grads, master, optimizer };
 
 struct recipe_buffer {
   std::string name;    // "bf16 parameters"
-  buffer_kind kind;    // what the buffer is, for offload and for the seed's columns
+  buffer_kind kind;    // what the buffer is, for offload and for the reference case's columns
   std::int64_t bytes;  // bytes per parameter
   int shard_from;      // ZeRO stage from which it is divided by dp (params 3, grads 2, master/optimizer 1;
                        // 4: never, as Megatron's fp32 main gradients)
@@ -33,7 +33,7 @@ struct recipe {
 
 inline constexpr std::size_t max_recipe_buffers = 8;
 
-// The built-in recipes: "bf16-adam" (the seed's default, 2+2+4+4+4), "fp32-adam", "fp16-adam",
+// The built-in recipes: "bf16-adam" (the reference case's default, 2+2+4+4+4), "fp32-adam", "fp16-adam",
 // "bf16-adam-fp32-grads", "bf16-adam8bit". Returns their names in that order.
 std::vector<std::string> builtin_recipes();
 // Returns "sharded from ZeRO-k" or "never sharded".

@@ -24,7 +24,7 @@ struct reserve_model {
   std::int64_t fixed = 10 * gib;  // bytes
   double fragmentation = 0;       // bytes per churning byte
   double per_token = 0;           // bytes per token (seq / cp x micro-batch)
-  std::string source = "the seed's 10 GiB guess (uncalibrated)";
+  std::string source = "the default 10 GiB guess (uncalibrated)";
 
   // Returns whether only the fixed term is in use (the reserve is the same for every layout).
   bool fixed_only() const { return fragmentation == 0 && per_token == 0; }

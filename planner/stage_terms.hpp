@@ -1,6 +1,6 @@
 // stage_terms.hpp: the verdict, stated once. A pipeline stage's five memory terms (persistent, transient,
 // activations, backward working set, output phase) and what the verdict derives from them: the churn the
-// reserve grows with, the step peak, the reserve, the seed's total, the step peak + fixed overheads, the
+// reserve grows with, the step peak, the reserve, the reference total, the step peak + fixed overheads, the
 // decisive total, the headroom, whether it fits and whether that is too tight to trust. estimate(), the
 // search's fast path (suggest.cpp), --explain, the CLI's tables and the calibration all take these figures
 // from here. Bytes throughout; inline, no allocation: the search's inner loop runs through it.
@@ -32,7 +32,7 @@ struct stage_terms {
   std::int64_t working_set = 0;   // one layer's backward working set
   std::int64_t output_phase = 0;  // last stage: the loss's tensors; 0 on the others
 
-  // Returns the state, bytes: persistent + transient (the seed's "state" column).
+  // Returns the state, bytes: persistent + transient (the reference case's "state" column).
   constexpr std::int64_t state() const { return persistent + transient; }
   // Returns what the step holds throughout, bytes: persistent + transient + activations.
   constexpr std::int64_t held() const { return state() + activations; }
@@ -48,7 +48,7 @@ struct stage_terms {
   std::int64_t reserve(const device_spec& d, std::int64_t tokens) const {
     return d.reserve.bytes(churn(), tokens);
   }
-  // Returns the seed's total, bytes: state + activations + reserve.
+  // Returns the reference total, bytes: state + activations + reserve.
   std::int64_t total(const device_spec& d, std::int64_t tokens) const { return held() + reserve(d, tokens); }
   // Returns the step peak plus what lies outside the allocator (context, cuBLAS, NCCL), bytes.
   std::int64_t peak_total(const device_spec& d) const { return step_peak() + d.fixed_overheads; }
@@ -63,7 +63,7 @@ struct stage_verdict {
   std::int64_t step_peak = 0;   // stage_terms::step_peak()
   std::int64_t peak_total = 0;  // step peak + fixed overheads
   std::int64_t reserve = 0;
-  std::int64_t total = 0;     // state + activations + reserve: the seed's total
+  std::int64_t total = 0;     // state + activations + reserve: the reference total
   std::int64_t decisive = 0;  // the larger of total and peak_total
   std::int64_t headroom = 0;  // capacity - decisive (negative when it does not fit)
   bool fits = false;          // decisive <= capacity

@@ -279,7 +279,7 @@ min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   const state_bound b = bound_for(p, 1, search.axes().offload_optimizer);
   r.bound = b;
   const double state = static_cast<double>(b.state_total);
-  // The seed's (e): leave room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.
+  // The reference case's (e): room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.
   r.full_recompute_activations = saturating_mul(
       saturating_mul(saturating_mul(2 * p.training.seq, p.training.micro_batch), p.model.hidden),
       p.model.layers);

@@ -25,7 +25,7 @@ struct candidate {
   bool tight = false;  // headroom under 5% of capacity: too tight to trust (is_tight)
 };
 
-// The impossibility bound of the seed's (d): state >= bytes_per_param * Ψ / N on every rank, and at most
+// The reference case's impossibility bound (d): state >= bytes_per_param * Ψ / N on every rank, and at most
 // capacity - reserve is usable.
 struct state_bound {
   int gpus = 0;
@@ -112,8 +112,8 @@ class layout_search {
 
 struct min_gpus_result {
   state_bound bound;      // for N = 1: the state every N shares (offload leaves params + grads)
-  double seed_bound = 0;  // the seed's (e): Ψ-state / (usable - full-recompute activations at tp=1)
-  std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the seed's 4.5 GiB
+  double seed_bound = 0;  // reference case (e): Ψ-state / (usable - full-recompute activations at tp=1)
+  std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the reference case's 4.5 GiB
   double strict_bound = 0;                      // Ψ-state / usable: no activations at all
   int first_candidate = 0;                      // ceil(strict_bound): no smaller N can fit
   std::optional<int> n_min;                     // the smallest N with a fitting layout

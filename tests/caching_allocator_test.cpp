@@ -1,5 +1,5 @@
 // caching_allocator_test.cpp: PyTorch's caching-allocator rules, each as a sequence of requests and the
-// exact segments and blocks that must result (memory-facts.md lists the rules; the sources are
+// exact segments and blocks that must result (docs/allocator-rules.md lists the rules; the sources are
 // c10/cuda/CUDACachingAllocator.cpp's round_size, get_allocation_size, get_free_block, should_split,
 // free_block and release_cached_blocks).
 #include "probes/allocators/caching_allocator.hpp"

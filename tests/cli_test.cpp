@@ -1,4 +1,4 @@
-// cli_test.cpp: runs the built `headroom` binary: the seed's commands with their exact output, exit
+// cli_test.cpp: runs the built `headroom` binary: the reference case's commands with their exact output, exit
 // statuses, JSON and CSV, and one clear error line for each kind of bad input; validate, calibrate, compare
 // and report. The probe commands: cli_probe_test.cpp.
 #include <gtest/gtest.h>
@@ -82,7 +82,7 @@ TEST(Cli, JsonCarriesEveryTermInBytes) {
   EXPECT_EQ(s["total_bytes"].get<std::int64_t>(), s["state_bytes"].get<std::int64_t>() +
                                                       s["activation_bytes"].get<std::int64_t>() +
                                                       s["reserve_bytes"].get<std::int64_t>());
-  // The seed's s*b*h*(34 + 80), plus the two LayerNorms' fp32 statistics (16 bytes a token).
+  // The reference case's s*b*h*(34 + 80), plus the two LayerNorms' fp32 statistics (16 bytes a token).
   EXPECT_EQ(j["layer_activation_bytes"]["none"].get<std::int64_t>(), 2048LL * 12288 * 114 + 16 * 2048);
   EXPECT_EQ(j["ledger"].size(), 17u);  // Korthikanti's 15 tensors and two norm statistics
 
@@ -168,10 +168,10 @@ TEST(Cli, BadInputIsOneLineAndExitTwo) {
   }
 }
 
-// --top 0 lists every fitting layout in --min-gpus too, tight ones included: the seed's own answer at 16 GPUs
+// --top 0 lists every fitting layout in --min-gpus too, tight ones included: the reference answer at 16 GPUs
 // (ZeRO-3 + full recompute, 184.3 GiB, 4% headroom, tight) is among them.
 TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
-  // With micro-batch and vpp fixed: the seed's search (tp, pp, cp, sp, ZeRO, recompute).
+  // With micro-batch and vpp fixed: the reference search (tp, pp, cp, sp, ZeRO, recompute).
   auto r = run(g + "--min-gpus --top 0 --micro-batch 1 --vpp 1");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("tp=1 pp=1 dp=16           169.8      4.5     10.0    184.3  tight"),
@@ -184,7 +184,7 @@ TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
   for (std::string line; std::getline(rest, line);)
     rows16 += line.find("  yes  ") != std::string::npos || line.find("  tight  ") != std::string::npos;
   EXPECT_EQ(rows16, 25);
-  // Searched by default, the seed's answer is still listed, with its micro-batch.
+  // Searched by default, the reference answer is still listed, with its micro-batch.
   r = run(g + "--min-gpus --top 0");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("tp=1 pp=1 dp=16 mb=1             169.8      4.5     10.0    184.3  tight"),
@@ -193,7 +193,7 @@ TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
   EXPECT_NE(r.out.find("micro-batch searched (1, 2, 4, 8, 16; global batch 1536)"), std::string::npos);
 }
 
-// A long context where the step peak decides (README): the seed's total fits 40 GB, the peak does not.
+// A long context where the step peak decides (README): the reference total fits 40 GB, the peak does not.
 TEST(Cli, LongContextStepPeakDecides) {
   auto r =
       run("plan --preset mpt-7b --gpus 32 --seq 65536 --zero 3 --recompute full --attention flash "
@@ -303,7 +303,7 @@ namespace {
 
 const std::string cal = data + "/calibration_h200_example.json";
 
-// The planner with a calibration: the fitted reserve replaces the seed's 10 GiB, in the table and in the
+// The planner with a calibration: the fitted reserve replaces the reference 10 GiB, in the table and in the
 // breakdown, term by term; another GPU warns, and --strict-calibration makes it an error.
 TEST(Cli, PlanWithCalibrationPinned) {
   auto r = run(g + "--gpus 32 --zero 3 --recompute selective --calibration " + cal);

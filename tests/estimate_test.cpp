@@ -126,7 +126,7 @@ TEST(Estimate, ReserveAndCapacityComeFromTheDevice) {
   EXPECT_EQ(w.headroom, 139 * gib - w.peak_total);
 }
 
-// The verdict needs both totals within the capacity. MPT-7B at 65k tokens on 45 GiB: the seed's total
+// The verdict needs both totals within the capacity. MPT-7B at 65k tokens on 45 GiB: the reference total
 // (state + activations + reserve) fits, the step peak (the 18.5 GiB output phase on top of state and
 // activations) plus the fixed overheads does not, and it decides.
 TEST(Estimate, TheStepPeakDecidesWhenItIsLarger) {
@@ -149,7 +149,7 @@ TEST(Estimate, TheStepPeakDecidesWhenItIsLarger) {
   for (const auto& c : search.suggest(8).fitting) EXPECT_LE(c.worst.peak_total, p.device.capacity);
 }
 
-// The seed's own layouts keep their verdicts: the seed's total decides every one of them.
+// The reference case's layouts keep their verdicts: the reference total decides every one of them.
 TEST(Estimate, TheSeedsTotalDecidesTheSeedsLayouts) {
   const problem p = preset_problem("gpt3-175b");
   for (auto [gpus, pp, r] : {std::tuple{16, 1, recompute_mode::full},

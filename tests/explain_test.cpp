@@ -1,4 +1,4 @@
-// explain_test.cpp: the derivations carry the seed's intermediate figures.
+// explain_test.cpp: the derivations carry the intermediate figures of docs/reference-case.md.
 #include "planner/explain.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// format_test.cpp: the number formats of the seed.
+// format_test.cpp: the number formats of docs/reference-case.md.
 #include "planner/format.hpp"
 
 #include <gtest/gtest.h>

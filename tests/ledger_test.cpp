@@ -1,5 +1,5 @@
 // ledger_test.cpp: the per-layer activation ledger against the closed forms of Korthikanti et al.
-// (memory-facts.md) at several shapes, and the terms that flash attention, no dropout, SwiGLU and grouped
+// (docs/model.md) at several shapes, and the terms that flash attention, no dropout, SwiGLU and grouped
 // KV heads change. Beyond the paper the ledger keeps each norm's fp32 statistics for backward: 8 bytes per
 // token for a LayerNorm (mean, rstd), 4 for an RMSNorm (rstd), dropped only by full recomputation.
 #include "planner/ledger.hpp"

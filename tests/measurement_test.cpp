@@ -28,7 +28,7 @@ TEST(Measurement, RecordsPeaksImpliedReserveAndWhatWasNotMeasured) {
   EXPECT_EQ(m.implied_reserve(), r.reserved.bytes - (b.stages[0].persistent + b.stages[0].activations));
   EXPECT_EQ(m.peak_reserved_at.index, r.reserved.event);
   EXPECT_FALSE(m.oom_at);
-  const auto j = measurement_to_json(m, nlohmann::json::object(), {"1.2.3", "abc", "headroom probe ..."});
+  const auto j = measurement_to_json(m, nlohmann::json::object(), {"headroom probe ..."});
   EXPECT_EQ(j["schema"], records::schema_of(records::kind::measurement));
   EXPECT_EQ(j["tool"], "headroom");  // the envelope
   EXPECT_EQ(j["tool_version"], records::tool_version());
@@ -60,7 +60,7 @@ TEST(Measurement, AGpuRecordStatesDeviceUsedBesideReservedAndItsStack) {
   measurement m = measure(t, b.stages[0], r, "cuda", "cuda (test)", a.describe());
   m.truth = device_memory_truth{600 * mib, 1100 * mib, 140 * gib, std::nullopt};
   m.throughput = touch_throughput{3500, 4300, gib};
-  environment env{"1.2.3", "abc", "headroom probe --backend cuda",
+  environment env{"headroom probe --backend cuda",
                   gpu_environment{"NVIDIA H200", "0000:00:00.0", "580.159.04", "13.0", "2.28.9"}};
   const auto j = measurement_to_json(m, nlohmann::json::object(), env);
   EXPECT_TRUE(j["measured"].get<bool>());
@@ -90,7 +90,7 @@ TEST(Measurement, RecordReadsBackIntoTheSameCase) {
   sim_device dev(p.device.capacity, 2 * mib);
   caching_allocator a(dev, {});
   const measurement m = measure(t, b.stages[0], replay(t, a, true), "sim", dev.describe(), a.describe());
-  const auto j = measurement_to_json(m, record_inputs(p, l), {"1", "abc", "headroom probe ..."});
+  const auto j = measurement_to_json(m, record_inputs(p, l), {"headroom probe ..."});
   const measurement_record r = measurement_from_json(nlohmann::json::parse(j.dump()), "record.json");
   EXPECT_EQ(r.kind, "probe");
   // The timeline reads back as written: the reserved peak is its largest column, every event covered.

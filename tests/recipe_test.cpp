@@ -49,7 +49,7 @@ TEST(Recipe, CustomFileAndErrors) {
 }
 
 // Framework recipes against the figures their sources state. Megatron-LM's distributed optimizer
-// (docs/source/distrib_optimizer.md): 6 + 12/d bytes per parameter with bf16 parameters and fp32 gradients.
+// (Megatron-LM:docs/source/distrib_optimizer.md): 6 + 12/d bytes a parameter, bf16 params, fp32 grads.
 // OPT-175B's fp16 weights with fp32 Adam state and no master copy: 12 bytes, all shardable.
 TEST(Recipe, FrameworkRecipesMatchTheirSources) {
   problem p = test::preset_problem("gpt3-13b");

@@ -1,4 +1,4 @@
-// seed_figures_test.cpp: every figure of ../shared/seeds/000_ee35dfc42331480f.txt, to the decimal the seed
+// seed_figures_test.cpp: every figure of docs/reference-case.md, to the decimal it
 // prints, from the planner library (the CLI's copy of these is cli_test.cpp).
 #include <gtest/gtest.h>
 
@@ -32,7 +32,7 @@ TEST(SeedFigures, A_StateMemory) {
 TEST(SeedFigures, B_ActivationMemory) {
   auto p = preset_problem("gpt3-175b");
   auto b = estimate(p, make_layout(8, 3, none));
-  // s*b*h*(34 + 80), the seed's, plus the two LayerNorms' fp32 mean and rstd (16 bytes per token).
+  // s*b*h*(34 + 80), the reference case's, plus the two LayerNorms' fp32 mean and rstd (16 bytes per token).
   EXPECT_EQ(b.basis.per_layer.none, 2048LL * 12288 * 114 + 16 * 2048);
   EXPECT_DOUBLE_EQ(rounded_gib(b.basis.per_layer.none, 3), 2.672);
   EXPECT_DOUBLE_EQ(rounded_gib(b.worst_stage().activations), 256.5);
@@ -94,7 +94,7 @@ TEST(SeedFigures, E_MinimumGpuCount) {
   EXPECT_DOUBLE_EQ(rounded_gib(sel.total), 256.3);
   EXPECT_FALSE(sel.fits);
 
-  // The seed's 180.9: pp=2 (or tp=2 without sequence parallelism) halves the transient, not activations.
+  // The reference 180.9: pp=2 (or tp=2 without sequence parallelism) halves the transient, not activations.
   auto pp2 = worst(p, make_layout(16, 3, full, 1, 2));
   EXPECT_DOUBLE_EQ(rounded_gib(pp2.state), 166.4);
   EXPECT_DOUBLE_EQ(rounded_gib(pp2.total), 180.9);

@@ -395,7 +395,7 @@ TEST(Snapshot, AWrongStartingStateIsCaughtWhereItMatters) {
   EXPECT_LE(*r.diverged_at, *used);
 }
 
-// The two real warm snapshots in ../shared/data/snapshots (not copied here: 3 and 4 MB): undone and
+// The two real warm snapshots of docs/snapshots.md (not copied here: 3 and 4 MB): undone and
 // replayed, the emulation agrees with the real allocator at every segment and every block address.
 TEST(Snapshot, RealWarmSnapshotsAgreeFromTheReconstructedStart) {
   const std::string dir = data + "/../../../shared/data/snapshots/";

@@ -24,7 +24,7 @@ TEST(Suggest, ThirtyTwoGpusRanksZero3SelectiveFirst) {
   EXPECT_EQ(best.tp, 1);
   EXPECT_EQ(best.pp, 1);
   EXPECT_NEAR(s.fitting.front().cost.recompute, 0.027, 0.0005);  // Korthikanti's 2.7% for GPT-3
-  // The seed's alternatives all fit and rank below it: full recompute, tp=2 and pp=2 with selective.
+  // The reference case's alternatives fit and rank below it: full recompute, tp=2 and pp=2 with selective.
   auto rank_of = [&](int zero, recompute_mode r, int tp, int pp) {
     for (std::size_t i = 0; i < s.fitting.size(); ++i) {
       const auto& l = s.fitting[i].where;
@@ -243,7 +243,7 @@ TEST(Suggest, MicroBatchAndVppAreSearchedUnlessFixed) {
   const layout_search seed(p, fixed, {});
   EXPECT_FALSE(seed.micro_batch_searched());
   auto f = seed.suggest(32);
-  EXPECT_EQ(f.evaluated, 297);  // the seed's search: tp, pp, sp, ZeRO, recompute
+  EXPECT_EQ(f.evaluated, 297);  // the reference search: tp, pp, sp, ZeRO, recompute
   for (const auto& c : f.fitting) {
     EXPECT_EQ(c.micro_batch, 1);
     EXPECT_EQ(c.where.vpp, 1);

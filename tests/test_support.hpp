@@ -8,7 +8,7 @@
 
 namespace headroom::test {
 
-// Returns the problem for a preset with the seed's defaults (bf16-adam, 192 GiB, 10 GiB reserve).
+// Returns the problem for a preset with the reference case's defaults (bf16-adam, 192 GiB, 10 GiB reserve).
 inline problem preset_problem(const std::string& name) {
   return default_problem(load_preset(name, preset_dir()));
 }
@@ -23,7 +23,7 @@ inline layout make_layout(int gpus, int zero, recompute_mode r, int tp = 1, int 
   return l;
 }
 
-// Returns bytes in GiB rounded to `decimals`, the way the seed prints them.
+// Returns bytes in GiB rounded to `decimals`, the way docs/reference-case.md prints them.
 inline double rounded_gib(std::int64_t bytes, int decimals = 1) {
   double f = 1;
   for (int i = 0; i < decimals; ++i) f *= 10;

@@ -1,5 +1,5 @@
 // caching_allocator.hpp: PyTorch's CUDA caching allocator policy (c10/cuda/CUDACachingAllocator.cpp), as
-// ../shared/reference/memory-facts.md lists its rules: 512 B rounding; a small pool (<= 1 MiB, 2 MiB
+// docs/allocator-rules.md lists its rules: 512 B rounding; a small pool (<= 1 MiB, 2 MiB
 // segments) and a large pool (20 MiB segments below 10 MiB, 2 MiB-rounded segments above); best fit by
 // (size, address); splits only when more than 1 MiB (large) or 512 B (small) would remain; merging only
 // inside a segment; on a refused device allocation, free cached oversize blocks (max_split_size only), then

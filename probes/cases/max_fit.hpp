@@ -51,7 +51,7 @@ struct max_fit_result {
   std::int64_t step = 1, limit = 1, current = 1;
   std::string allocator;         // the policy's description, from the trials' cases (empty if none ran)
   fit_search replayed;           // on the device
-  fit_search predicted_verdict;  // the planner's "fits": the seed's total and the step peak + fixed overheads
+  fit_search predicted_verdict;  // the planner's "fits": reference total and step peak + fixed overheads
   fit_search predicted_peak;     // the planner's step peak <= capacity (no reserve)
 };
 

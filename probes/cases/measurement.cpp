@@ -83,7 +83,7 @@ nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& i
       {"source", m.context_bytes ? "calibration"
                                  : (m.backend == "sim"
                                         ? "not measured: the sim backend has no CUDA context or NCCL"
-                                        : "not measured here: `headroom probe --overheads` measures them")}};
+                                        : "not measured here: `headroom probe overheads` measures them")}};
   if (m.truth) {
     const auto& t = *m.truth;
     nlohmann::json d = {{"nvml_used_before_context_bytes", opt(t.before_context)},

@@ -1,5 +1,5 @@
 // no_cuda_backend.cpp: the CUDA backend of a build without nvcc (the sanitizer build, a machine without
-// the toolkit): every entry reports that the build has no GPU backend, so `probe --backend cuda` exits 4.
+// the toolkit): every entry reports that the build has no GPU backend, so `probe replay --backend cuda` exits 4.
 #include "probes/cases/gpu_backend.hpp"
 
 namespace headroom::probes {

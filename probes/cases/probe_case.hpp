@@ -1,8 +1,8 @@
 // probe_case.hpp: one case on one device, start to finish: a fresh allocator, the replay (with fill and
 // verify when a checker is given), every live tensor freed and every cached byte returned, and then the
 // check that the device is back at the free memory it had before the case, so the next case (after an
-// out-of-memory too) starts from the same device. `headroom probe` and `--max-fit` run cases through it,
-// on the sim device, a CUDA device, or a fault-injecting fake in the tests.
+// out-of-memory too) starts from the same device. `headroom probe replay` and `probe max-fit` run cases
+// through it, on the sim device, a CUDA device, or a fault-injecting fake in the tests.
 #pragma once
 
 #include <functional>

@@ -26,8 +26,9 @@ struct gpu_environment {
 
 // The environment a record states: tool version, git revision, command line, host, time, and the GPU stack
 // (null on the sim backend).
+// The tool's version and git revision are the envelope's (probes/records/envelope.hpp), not repeated here.
 struct environment {
-  std::string tool_version, git_revision, command_line;
+  std::string command_line;
   std::optional<gpu_environment> gpu;
 };
 

@@ -9,7 +9,7 @@ in its own process, because PYTORCH_CUDA_ALLOC_CONF is read when CUDA starts.
 
   probes/trace/torch_replay.py TRACE.json [--emulated default=M1.json] [--emulated expandable=M2.json] [--out R.json]
 
-M1 / M2 are measurement records from `headroom probe --trace TRACE.json --json M` (add
+M1 / M2 are measurement records from `headroom probe replay --trace TRACE.json --json M` (add
 --expandable-segments for M2). Without torch or without a CUDA device the script checks what it can on the
 CPU (the trace is well formed; its peak live bytes equal the emulation's peak requested) and says what it
 could not check. Exit status: 0 checks passed, 1 a check failed, 2 bad input.
