@@ -18,7 +18,7 @@
 #include "snapshot_command.hpp"
 #include "tables.hpp"
 #include "validate_command.hpp"
-#include "version.hpp"
+#include "probes/records/envelope.hpp"
 
 namespace {
 
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"headroom: will one training step fit in each GPU's memory, and with how much headroom"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", HEADROOM_VERSION " (" HEADROOM_GIT_REVISION ")");
+  app.set_version_flag("--version", records::tool_version() + " (" + records::git_revision() + ")");
   plan_options plan;
   auto* plan_cmd = add_plan_command(app, plan);
   trace_options trace;

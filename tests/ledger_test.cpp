@@ -100,8 +100,11 @@ TEST(Ledger, SwiGluAndGroupedKvHeads) {
   // tp = 16 > 8 kv heads: each rank keeps one replicated kv head.
   model_spec m2 = m;
   auto t16 = layer_ledger(m2, {s, 1, 8, true, 1, attention_kind::flash, 2});
-  for (const auto& x : t16)
-    if (x.name == "attn.k") EXPECT_EQ(x.shape[2], 128);
+  for (const auto& x : t16) {
+    if (x.name == "attn.k") {
+      EXPECT_EQ(x.shape[2], 128);
+    }
+  }
 }
 
 TEST(Ledger, ShapesAreRealAndBytesAreTheirProduct) {

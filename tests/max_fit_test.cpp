@@ -78,7 +78,9 @@ TEST_P(MaxFitOnSim, BisectionEqualsALinearScanOfReplaysAndNeverBeatsTheStepPeak)
   ASSERT_TRUE(r.predicted_peak.largest);
   EXPECT_LE(*r.replayed.largest, *r.predicted_peak.largest);
   // The planner's verdict keeps a 10 GiB reserve on top: it never allows more than the step peak does.
-  if (r.predicted_verdict.largest) EXPECT_LE(*r.predicted_verdict.largest, *r.predicted_peak.largest);
+  if (r.predicted_verdict.largest) {
+    EXPECT_LE(*r.predicted_verdict.largest, *r.predicted_peak.largest);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Axes, MaxFitOnSim,

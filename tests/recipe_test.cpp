@@ -25,9 +25,15 @@ TEST(Recipe, BuiltinsHaveTheirPublishedBytes) {
 TEST(Recipe, ShardingStagesFollowZero) {
   auto r = load_recipe("bf16-adam");
   for (const auto& b : r.buffers) {
-    if (b.kind == buffer_kind::params) EXPECT_EQ(b.shard_from, 3);
-    if (b.kind == buffer_kind::grads) EXPECT_EQ(b.shard_from, 2);
-    if (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer) EXPECT_EQ(b.shard_from, 1);
+    if (b.kind == buffer_kind::params) {
+      EXPECT_EQ(b.shard_from, 3);
+    }
+    if (b.kind == buffer_kind::grads) {
+      EXPECT_EQ(b.shard_from, 2);
+    }
+    if (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer) {
+      EXPECT_EQ(b.shard_from, 1);
+    }
   }
 }
 

@@ -350,7 +350,9 @@ TEST(Snapshot, WarmStartUndoneFromACutColdTraceIsTheRealState) {
         into_old += it != segs.begin() &&
                     e.addr < std::prev(it)->first + static_cast<std::uint64_t>(std::prev(it)->second);
       }
-      if (k < ev.size() - 3) EXPECT_GT(into_old, 0u);
+      if (k < ev.size() - 3) {
+        EXPECT_GT(into_old, 0u);
+      }
       const auto t = snapshot_to_trace(cut, 0);
       EXPECT_FALSE(t.cold);
       EXPECT_FALSE(t.approximate);

@@ -48,9 +48,13 @@ TEST(Suggest, RankingIsSortedAndTightLast) {
     const auto& c = s.fitting[i];
     EXPECT_TRUE(c.worst.fits);
     EXPECT_EQ(c.tight, c.worst.headroom < p.device.capacity / 20);
-    if (seen_tight) EXPECT_TRUE(c.tight);
+    if (seen_tight) {
+      EXPECT_TRUE(c.tight);
+    }
     seen_tight = seen_tight || c.tight;
-    if (i > 0 && c.tight == s.fitting[i - 1].tight) EXPECT_GE(c.cost.total, s.fitting[i - 1].cost.total);
+    if (i > 0 && c.tight == s.fitting[i - 1].tight) {
+      EXPECT_GE(c.cost.total, s.fitting[i - 1].cost.total);
+    }
   }
 }
 
@@ -126,7 +130,9 @@ TEST(MinGpus, OneTrillionIsFoundAndConsistent) {
   ASSERT_TRUE(r.n_min);
   EXPECT_GE(*r.n_min, r.first_candidate);
   EXPECT_FALSE(search.suggest(*r.n_min).fitting.empty());
-  if (*r.n_min > r.first_candidate) EXPECT_TRUE(search.suggest(*r.n_min - 1).fitting.empty());
+  if (*r.n_min > r.first_candidate) {
+    EXPECT_TRUE(search.suggest(*r.n_min - 1).fitting.empty());
+  }
   ASSERT_TRUE(r.n_pow2);
   EXPECT_EQ(*r.n_pow2 & (*r.n_pow2 - 1), 0);
 }
