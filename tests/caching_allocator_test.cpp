@@ -250,8 +250,9 @@ TEST(CachingAllocator, RandomSequencesKeepEveryInvariant) {
           seg_bytes += sv.size;
           for (std::size_t b = 0; b < sv.blocks.size(); ++b) {
             if (sv.blocks[b].allocated) live_bytes += sv.blocks[b].size;
-            if (b > 0)
+            if (b > 0) {
               ASSERT_FALSE(!sv.blocks[b].allocated && !sv.blocks[b - 1].allocated) << "step " << step;
+            }
           }
         }
         for (const auto& l : alive) {

@@ -28,7 +28,7 @@ TEST(Measurement, RecordsPeaksImpliedReserveAndWhatWasNotMeasured) {
   EXPECT_EQ(m.implied_reserve(), r.reserved.bytes - (b.stages[0].persistent + b.stages[0].activations));
   EXPECT_EQ(m.peak_reserved_at.index, r.reserved.event);
   EXPECT_FALSE(m.oom_at);
-  const auto j = measurement_to_json(m, nlohmann::json::object(), {"headroom probe ..."});
+  const auto j = measurement_to_json(m, nlohmann::json::object(), {"headroom probe ...", std::nullopt});
   EXPECT_EQ(j["schema"], records::schema_of(records::kind::measurement));
   EXPECT_EQ(j["tool"], "headroom");  // the envelope
   EXPECT_EQ(j["tool_version"], records::tool_version());
@@ -90,7 +90,7 @@ TEST(Measurement, RecordReadsBackIntoTheSameCase) {
   sim_device dev(p.device.capacity, 2 * mib);
   caching_allocator a(dev, {});
   const measurement m = measure(t, b.stages[0], replay(t, a, true), "sim", dev.describe(), a.describe());
-  const auto j = measurement_to_json(m, record_inputs(p, l), {"headroom probe ..."});
+  const auto j = measurement_to_json(m, record_inputs(p, l), {"headroom probe ...", std::nullopt});
   const measurement_record r = measurement_from_json(nlohmann::json::parse(j.dump()), "record.json");
   EXPECT_EQ(r.kind, "probe");
   // The timeline reads back as written: the reserved peak is its largest column, every event covered.

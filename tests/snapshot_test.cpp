@@ -332,7 +332,9 @@ TEST(Snapshot, WarmStartUndoneFromACutColdTraceIsTheRealState) {
           const auto& x = g.blocks[b];
           EXPECT_EQ(x.address, at);  // the blocks tile the segment
           at += static_cast<std::uint64_t>(x.size);
-          if (b > 0) EXPECT_FALSE(!x.allocated && !g.blocks[b - 1].allocated);  // free ones merged
+          if (b > 0) {
+            EXPECT_FALSE(!x.allocated && !g.blocks[b - 1].allocated);  // free ones merged
+          }
           if (x.allocated) {
             got_live[x.address] = x.requested;
             EXPECT_GE(x.size, caching_allocator::round_size(x.requested));
