@@ -29,9 +29,7 @@ using namespace headroom::probes;
 namespace {
 
 std::string mib(std::int64_t b) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", to_mib(b));
-  return buf;
+  return mib_str(b, 2) + " MiB";
 }
 
 bool given(const plan_options& o, const char* name) {

@@ -11,8 +11,6 @@
 
 namespace headroom::probes {
 
-using records::utc_now;
-
 nlohmann::json environment_json(const environment& env) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);

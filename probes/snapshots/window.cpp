@@ -10,7 +10,7 @@
 namespace headroom::probes::snapshot_window {
 
 std::string mib_text(std::int64_t b) {
-  return trim(static_cast<double>(b) / static_cast<double>(mib), 2) + " MiB";
+  return trim(to_mib(b), 2) + " MiB";
 }
 
 std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s, int device) {
