@@ -15,6 +15,8 @@ namespace headroom::calibrate {
 
 namespace {
 
+// Returns `s` as HTML text or attribute value: every string from a record goes through this, so a model
+// name or a file name with markup ("<script>") is shown, never run.
 std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -30,6 +32,9 @@ std::string esc(const std::string& s) {
         break;
       case '"':
         o += "&quot;";
+        break;
+      case '\'':
+        o += "&#39;";
         break;
       default:
         o += c;
@@ -151,15 +156,24 @@ std::string html_report(const std::vector<probes::measurement_record>& records,
   }
   h << "<h2>Memory timelines</h2>\n<p class='note'>Each probe record's step as its replay saw it (the "
        "timeline the record carries: measured on a GPU, emulated on the simulated device).</p>\n";
+  std::size_t drawn = 0, undrawn = 0;
   for (const auto& r : cases) {
     if (r.kind != "probe" || !r.inputs) continue;
+    if (r.timeline && drawn == max_timelines) {
+      ++undrawn;
+      continue;
+    }
     if (!r.timeline) {
       h << "<p>" << esc(r.origin) << ": no timeline (a record written before headroom.measurement/1.5)</p>\n";
       continue;
     }
     std::string svg = records::timeline_svg(*r.timeline, r.inputs->device.capacity, r.origin);
     h << "<h3>" << esc(r.origin) << (r.measured ? " (measured)" : " (emulated)") << "</h3>\n" << svg << "\n";
+    ++drawn;
   }
+  if (undrawn)
+    h << "<p class='note'>" << undrawn << " more records carry a timeline; a report draws the first "
+      << max_timelines << " (report fewer records to see theirs).</p>\n";
   if (!skipped.empty()) {
     h << "<h2>Records not drawn</h2><ul>\n";
     for (const auto& s : skipped) h << "<li>" << esc(s) << "</li>\n";

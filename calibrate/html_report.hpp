@@ -4,6 +4,7 @@
 // emulated, as the record says). Nothing is replayed: records are all it reads.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,11 @@
 #include "probes/records/measurement_record.hpp"
 
 namespace headroom::calibrate {
+
+// Bounds that keep a report's time and size in proportion (README, limits): the records one command reads,
+// and the memory timelines one report draws (the first in the order given; the rest are named).
+inline constexpr std::size_t max_records = 10'000;
+inline constexpr std::size_t max_timelines = 50;
 
 // Returns the HTML document.
 std::string html_report(const std::vector<probes::measurement_record>& records,

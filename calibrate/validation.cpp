@@ -32,10 +32,37 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// Returns published.`key` as a finite number in (0, hi], or throws naming the row and the field.
+double positive_figure(const validation_row& row, const char* key, double hi) {
+  const auto it = row.published.find(key);
+  if (it == row.published.end() || !it->is_number())
+    throw row_error(row.id, std::string("published.") + key + " missing (a number)");
+  const double v = it->get<double>();
+  if (!(v > 0 && v <= hi))
+    throw row_error(row.id, std::string("published.") + key + " must be positive and at most " + fixed(hi, 0) +
+                                ", got " + it->dump());
+  return v;
+}
+
+// Checks a row's published figures when it is read, so no row is judged against a figure that cannot be a
+// measurement: bytes in (0, 1 PB], parameters in (0, 100,000] billion, printed decimals 0-6.
+void check_published(const validation_row& r) {
+  if (r.kind == "layer_activations") positive_figure(r, "bytes", 1e15);
+  if (r.kind != "trained" || !r.published.contains("params_billion")) return;
+  positive_figure(r, "params_billion", 1e5);
+  if (const auto d = r.published.find("params_decimals"); d != r.published.end())
+    if (!d->is_number_integer() || d->get<std::int64_t>() < 0 || d->get<std::int64_t>() > 6)
+      throw row_error(r.id, "published.params_decimals must be an integer from 0 to 6");
+}
+
 validation_row row_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw bad_input(origin, "a row is not an object");
   validation_row r;
   r.id = str_field(j, "id", "?");
+  for (const auto& [key, value] : j.items())
+    if (key != "id" && key != "kind" && key != "citation" && key != "expresses" && key != "published" &&
+        key != "tolerance" && key != "problem" && key != "layout")
+      throw row_error(r.id, "unknown field '" + key.substr(0, 60) + "'");
   r.kind = str_field(j, "kind", r.id);
   r.citation = str_field(j, "citation", r.id);
   r.expresses = j.value("expresses", "");
@@ -46,6 +73,8 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
   if (j.contains("tolerance") && !j["tolerance"].is_number())
     throw row_error(r.id, "tolerance must be a number");
   r.tolerance = j.value("tolerance", 0.01);
+  if (!(r.tolerance > 0 && r.tolerance <= 1)) throw row_error(r.id, "tolerance must be in (0, 1]");
+  check_published(r);
   for (const char* k : {"problem", "layout"})
     if (!j.contains(k))
       throw row_error(r.id, std::string("missing object field '") + k + "' (problem_json.hpp)");
@@ -60,9 +89,7 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
 
 // A published activation figure against the planner's per-layer activations (bytes, decimal MB printed).
 void judge_layer_activations(const validation_row& row, const breakdown& b, validation_result& r) {
-  if (!row.published.contains("bytes") || !row.published["bytes"].is_number())
-    throw row_error(row.id, "published.bytes missing");
-  const double published = row.published["bytes"].get<double>();
+  const double published = positive_figure(row, "bytes", 1e15);
   const double predicted = static_cast<double>(b.basis.per_layer.of(row.l.recompute));
   r.published = fixed(published / 1e6, 2) + " MB (" + row.published.value("formula", "") + ")";
   r.predicted = fixed(predicted / 1e6, 2) + " MB";
@@ -86,9 +113,7 @@ void judge_outcome(const validation_row& row, const breakdown& b, validation_res
     r.why = trained ? "a run that trained is predicted not to fit"
                     : "a published out-of-memory is predicted to fit";
   if (!trained || !pub.contains("params_billion")) return;
-  if (!pub["params_billion"].is_number())
-    throw row_error(row.id, "published.params_billion must be a number");
-  const double published = pub["params_billion"].get<double>();
+  const double published = positive_figure(row, "params_billion", 1e5);
   const double predicted = static_cast<double>(b.basis.params.total) / 1e9;
   r.published += "; " + fixed(published, 1) + "B parameters";
   r.predicted += "; " + fixed(predicted, 1) + "B parameters";

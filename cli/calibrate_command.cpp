@@ -14,6 +14,7 @@
 #include "calibrate/html_report.hpp"
 #include "exit_codes.hpp"
 #include "planner/errors.hpp"
+#include "planner/format.hpp"
 #include "planner/model_files.hpp"
 #include "probes/io/results_file.hpp"
 
@@ -21,38 +22,76 @@ namespace headroom::cli {
 
 namespace {
 
-// Returns the record files named: files as given, directories searched for *.json (sorted).
+namespace fs = std::filesystem;
+
+// Returns `path` quoted and sanitised for a message.
+std::string in_quotes(const std::string& path) {
+  return "'" + printable(path, 120) + "'";
+}
+
+// Returns the *.json files under the directory `dir`, sorted. A walk that cannot go on (an unreadable
+// subdirectory, a symbolic link loop, an entry whose type cannot be read) is bad input naming the path: a
+// record set read in part would answer a question not asked.
+std::vector<std::string> records_under(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
+  std::string at = dir;
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    at = it->path().string();
+    const bool json = it->path().extension() == ".json";
+    std::error_code sec;
+    const auto st = it->status(sec);
+    // A dangling link that is not a record is no record; anything else unreadable stops the walk.
+    if (sec && (json || sec != std::errc::no_such_file_or_directory))
+      throw bad_input("records", in_quotes(at) + " cannot be read (" + sec.message() + ")");
+    if (json && fs::is_regular_file(st)) found.push_back(at);
+  }
+  if (ec)
+    throw bad_input("records",
+                    "walking " + in_quotes(dir) + " failed at " + in_quotes(at) + " (" + ec.message() + ")");
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// Returns the record files named: files as given, directories searched for *.json (sorted). A name that
+// is neither a regular file nor a directory is bad input.
 std::vector<std::string> record_files(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (const auto& a : args) {
     std::error_code ec;
-    if (std::filesystem::is_directory(a, ec)) {
-      std::vector<std::string> found;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(a, ec))
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
-      std::sort(found.begin(), found.end());
+    const auto st = fs::status(a, ec);
+    if (ec && st.type() == fs::file_type::not_found)
+      throw bad_input("records", in_quotes(a) + ": no such file or directory");
+    if (ec) throw bad_input("records", in_quotes(a) + " cannot be read (" + ec.message() + ")");
+    if (fs::is_directory(st)) {
+      const auto found = records_under(a);
       out.insert(out.end(), found.begin(), found.end());
-    } else {
+    } else if (fs::is_regular_file(st)) {
       out.push_back(a);
+    } else {
+      throw bad_input("records", in_quotes(a) + " is not a record file or a directory of them");
     }
   }
   return out;
 }
 
-// Reads every record; `skipped` collects what is not a measurement record (with why) when given, else the
-// first such file is bad input.
-std::vector<probes::measurement_record> read_records(const std::vector<std::string>& args,
-                                                     std::vector<std::string>* skipped) {
+// Reads every record: a file that is not a measurement record is bad input (one line, nothing else
+// printed), for every command that reads record sets alike.
+std::vector<probes::measurement_record> read_records(const std::vector<std::string>& args) {
   std::vector<probes::measurement_record> out;
-  for (const auto& f : record_files(args)) {
-    try {
-      out.push_back(probes::measurement_from_json(read_json_file(f), f));
-    } catch (const bad_input& e) {
-      if (!skipped) throw;
-      skipped->push_back(e.what());
-    }
-  }
+  const auto files = record_files(args);
+  // Bounded cost: every record is held in memory (its timeline too), about 100 KB each.
+  if (files.size() > calibrate::max_records)
+    throw bad_input("records", std::to_string(files.size()) + " records given; a command reads at most " +
+                                   std::to_string(calibrate::max_records) + " (split the set)");
+  for (const auto& f : files) out.push_back(probes::measurement_from_json(read_json_file(f), f));
   return out;
+}
+
+// Returns `s` sanitised for the summary, "-" when empty.
+std::string shown(const std::string& s) {
+  return s.empty() ? "-" : printable(s);
 }
 
 std::string gib(double b) {
@@ -90,44 +129,73 @@ CLI::App* add_report_command(CLI::App& app, calibrate_options& o) {
   return c;
 }
 
-int run_calibrate(const calibrate_options& o) {
-  const auto records = read_records(o.records, nullptr);
-  if (records.empty()) throw bad_input("calibrate", "no record files found");
-  const calibrate::calibration c = calibrate::fit(records);
-  probes::write_new_file(o.out, calibrate::to_json(c).dump(2) + "\n", o.force, &std::cout);
-  std::ostringstream out;
-  out << "headroom calibrate: " << records.size() << " records -> " << o.out << "\n";
-  out << "holds for: GPU " << (c.gpu.empty() ? "(not stated: no CUDA record)" : c.gpu) << ", driver "
-      << (c.driver.empty() ? "-" : c.driver) << ", CUDA " << (c.cuda_runtime.empty() ? "-" : c.cuda_runtime)
-      << ", NCCL " << (c.nccl.empty() ? "-" : c.nccl) << ", allocator "
-      << (c.allocator.empty() ? "-" : c.allocator) << "\n\n";
+namespace {
+
+// The calibration's summary: what it holds for, every term, the residual of every record. Every string
+// from the records is sanitised.
+std::string calibration_summary(const calibrate::calibration& c, std::size_t records,
+                                const std::string& out) {
+  std::ostringstream s;
+  s << "headroom calibrate: " << records << " records -> "
+    << (out == "-" ? "standard output" : printable(out)) << "\n";
+  s << "holds for: GPU " << (c.gpu.empty() ? "(not stated: no CUDA record)" : printable(c.gpu)) << ", driver "
+    << shown(c.driver) << ", CUDA " << shown(c.cuda_runtime) << ", NCCL " << shown(c.nccl) << ", allocator "
+    << shown(c.allocator) << "\n\n";
   const char* units[] = {"bytes", "bytes per churning byte", "bytes per token"};
   for (int t = 0; t < calibrate::term_count; ++t) {
     char line[200];
     std::snprintf(line, sizeof line, "  %-14s %16.6g +- %-12.3g %s", calibrate::term_name(t),
                   c.terms[t].value, c.terms[t].stderr_, units[t]);
-    out << line << "  (" << c.terms[t].why << ")\n";
+    s << line << "  (" << printable(c.terms[t].why) << ")\n";
   }
-  out << "  margin         " << gib(c.margin) << "  (" << c.margin_rule << ")\n\n";
-  out << "residuals (reserve needed - predicted):\n";
+  s << "  margin         " << gib(c.margin) << "  (" << printable(c.margin_rule) << ")\n\n";
+  s << "residuals (reserve needed - predicted):\n";
   for (const auto& r : c.records) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%+.1f%%", r.y != 0 ? 100.0 * r.residual / std::fabs(r.y) : 0.0);
-    out << "  " << r.origin << " [" << r.kind << " " << r.backend << (r.measured ? "" : ", emulated")
-        << "]: needed " << gib(r.y) << ", predicted " << gib(r.predicted) << ", residual " << gib(r.residual)
-        << " (" << pct << ")\n";
+    s << "  " << printable(r.origin) << " [" << printable(r.kind) << " " << printable(r.backend)
+      << (r.measured ? "" : ", emulated") << "]: needed " << gib(r.y) << ", predicted " << gib(r.predicted)
+      << ", residual " << gib(r.residual) << " (" << pct << ")\n";
   }
-  out << "worst: " << c.worst_origin << " (" << gib(c.worst_residual) << ")\n";
-  std::cout << out.str();
+  s << "worst: " << printable(c.worst_origin) << " (" << gib(c.worst_residual) << ")\n";
+  return s.str();
+}
+
+// One moved figure as a line of the comparison.
+std::string moved_line(const calibrate::moved_figure& m) {
+  char line[320];
+  const std::string figure = printable(m.figure, 80);
+  if (m.bytes)
+    std::snprintf(line, sizeof line, "%s %s: %s -> %s (%+.1f MiB, %+.2f%%)",
+                  m.exceeds ? "REGRESSION" : "moved     ", figure.c_str(), gib(m.old_value).c_str(),
+                  gib(m.new_value).c_str(), (m.new_value - m.old_value) / (1 << 20),
+                  m.old_value != 0 ? 100 * (m.new_value - m.old_value) / std::fabs(m.old_value) : 0.0);
+  else
+    std::snprintf(line, sizeof line, "%s %s: %.4f -> %.4f", m.exceeds ? "REGRESSION" : "moved     ",
+                  figure.c_str(), m.old_value, m.new_value);
+  return std::string(line) + "   [" + printable(m.key) + "]";
+}
+
+}  // namespace
+
+int run_calibrate(const calibrate_options& o) {
+  probes::output_set outs(o.force, &std::cout);
+  outs.expect(o.out);
+  const auto records = read_records(o.records);
+  if (records.empty()) throw bad_input("calibrate", "no record files found");
+  const calibrate::calibration c = calibrate::fit(records);
+  outs.add(o.out, calibrate::to_json(c).dump(2) + "\n");
+  outs.commit();
+  // With "-" the calibration alone is standard output: the summary goes to stderr.
+  (outs.to_stdout() ? std::cerr : std::cout) << calibration_summary(c, records.size(), o.out);
   return exit_fits;
 }
 
 int run_compare(const calibrate_options& o) {
-  std::vector<std::string> skipped_old, skipped_new;
-  const auto a = read_records({o.baseline}, &skipped_old);
-  const auto b = read_records({o.fresh}, &skipped_new);
   if (!(o.tolerance_pct >= 0) || o.tolerance_pct > 1000 || !(o.tolerance_mib >= 0) || o.tolerance_mib > 1e9)
     throw bad_input("tolerance", "must be a non-negative percent and MiB");
+  const auto a = read_records({o.baseline});
+  const auto b = read_records({o.fresh});
   calibrate::tolerance tol;
   tol.fraction = o.tolerance_pct / 100;
   tol.bytes = static_cast<std::int64_t>(o.tolerance_mib * (1 << 20));
@@ -136,41 +204,30 @@ int run_compare(const calibrate_options& o) {
   std::ostringstream out;
   out << "headroom compare: " << a.size() << " baseline records, " << b.size() << " new records; tolerance "
       << o.tolerance_pct << "% or " << o.tolerance_mib << " MiB, whichever is larger\n";
-  for (const auto& s : skipped_old) out << "  not read (baseline): " << s << "\n";
-  for (const auto& s : skipped_new) out << "  not read (new): " << s << "\n";
-  for (const auto& k : c.only_baseline) out << "  only in the baseline: " << k << "\n";
-  for (const auto& k : c.only_new) out << "  only in the new set: " << k << "\n";
+  for (const auto& k : c.only_baseline) out << "  only in the baseline: " << printable(k) << "\n";
+  for (const auto& k : c.only_new) out << "  only in the new set: " << printable(k) << "\n";
   if (c.moved.empty()) out << "nothing moved\n";
-  for (const auto& m : c.moved) {
-    char line[256];
-    if (m.bytes)
-      std::snprintf(line, sizeof line, "%s %s: %s -> %s (%+.1f MiB, %+.2f%%)",
-                    m.exceeds ? "REGRESSION" : "moved     ", m.figure.c_str(), gib(m.old_value).c_str(),
-                    gib(m.new_value).c_str(), (m.new_value - m.old_value) / (1 << 20),
-                    m.old_value != 0 ? 100 * (m.new_value - m.old_value) / std::fabs(m.old_value) : 0.0);
-    else
-      std::snprintf(line, sizeof line, "%s %s: %.4f -> %.4f", m.exceeds ? "REGRESSION" : "moved     ",
-                    m.figure.c_str(), m.old_value, m.new_value);
-    out << line << "   [" << m.key << "]\n";
-  }
+  for (const auto& m : c.moved) out << moved_line(m) << "\n";
   out << c.regressions << " figure(s) beyond the tolerance\n";
   std::cout << out.str();
-  if (!skipped_old.empty() || !skipped_new.empty()) return exit_bad_input;
   return c.regressions ? exit_validation_failed : exit_fits;
 }
 
 int run_report(const calibrate_options& o) {
-  std::vector<std::string> skipped;
-  const auto records = read_records(o.records, &skipped);
+  probes::output_set outs(o.force, &std::cout);
+  outs.expect(o.out);
+  const auto records = read_records(o.records);
   if (records.empty()) throw bad_input("report", "no measurement records found");
   std::optional<calibrate::calibration> cal;
   if (!o.calibration.empty())
     cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
   const std::string html =
       calibrate::html_report(records, cal, "headroom report: " + std::to_string(records.size()) + " records");
-  probes::write_new_file(o.out, html, o.force, &std::cout);
-  std::cout << "headroom report: " << records.size() << " records -> " << o.out << "\n";
-  for (const auto& s : skipped) std::cout << "  not read: " << s << "\n";
+  outs.add(o.out, html);
+  outs.commit();
+  // With "-" the HTML alone is standard output: the summary goes to stderr.
+  (outs.to_stdout() ? std::cerr : std::cout) << "headroom report: " << records.size() << " records -> "
+                                             << (o.out == "-" ? "standard output" : printable(o.out)) << "\n";
   return exit_fits;
 }
 

@@ -1,68 +1,217 @@
 // main.cpp: the `headroom` command. Parses arguments, dispatches to a subcommand, and is the one place
-// that turns errors into one line on stderr and an exit status (exit_codes.hpp).
+// that turns errors into one line on stderr and an exit status (exit_codes.hpp), and that checks standard
+// output: what a command printed and the stream lost is an output failure, for every command alike.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "calibrate_command.hpp"
 #include "exit_codes.hpp"
+#include "one_line.hpp"
 #include "plan_command.hpp"
 #include "planner/errors.hpp"
+#include "planner/format.hpp"
 #include "planner/model_files.hpp"
 #include "probe_command.hpp"
-#include "probes/devices/device.hpp"
 #include "probes/cases/gpu_backend.hpp"
+#include "probes/devices/device.hpp"
 #include "probes/io/results_file.hpp"
+#include "probes/records/envelope.hpp"
 #include "snapshot_command.hpp"
 #include "tables.hpp"
 #include "validate_command.hpp"
-#include "probes/records/envelope.hpp"
 
 namespace {
 
-// Returns `s` as one line of at most 280 characters: control characters (a value with a newline) become
-// spaces, and a long value (a 1 MB argument) is cut, so every error is one readable line.
-std::string one_line(const std::string& s) {
-  std::string o;
-  for (char c : s) o.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
-  if (o.size() > 280) o = o.substr(0, 277) + "...";
-  return o;
+using namespace headroom;
+using namespace headroom::cli;
+
+
+// A standard stream that was closed when headroom started (`>&-`) is opened on /dev/null read-only, so a
+// write to it fails (EBADF) and is reported, and no file the command opens can take its descriptor and
+// receive what was meant for the terminal.
+void keep_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int n = ::open("/dev/null", O_RDONLY);
+    if (n >= 0 && n != fd) {
+      ::dup2(n, fd);
+      ::close(n);
+    }
+  }
+}
+
+// Standard output, written through a buffer that remembers why a write failed (probes/io/results_file.hpp).
+probes::fd_writer* stdout_writer = nullptr;
+
+// Returns why standard output lost what was written to it ("" when all of it arrived): a full disk,
+// a closed stream, a pipe that failed.
+std::string stdout_failure() {
+  std::cout.flush();
+  if (stdout_writer && stdout_writer->error()) return std::strerror(stdout_writer->error());
+  return std::cout ? "" : std::strerror(EIO);
+}
+
+// Returns `status`, or the output failure when standard output lost what the command wrote (reported).
+int checked_stdout(int status) {
+  const std::string why = stdout_failure();
+  if (why.empty()) return status;
+  std::cerr << one_line("headroom: cannot write output: standard output: writing failed (" + why + ")")
+            << "\n";
+  return exit_output_failed;
+}
+
+// Holds what a command writes to stderr (warnings) until it ends: a command that fails prints its one
+// error line alone, and one that ends passes its lines on, each sanitised and capped like an error line.
+class held_stderr {
+ public:
+  held_stderr() : m_old(std::cerr.rdbuf(&m_held)) {}
+  held_stderr(const held_stderr&) = delete;
+  held_stderr& operator=(const held_stderr&) = delete;
+  ~held_stderr() { release(true); }
+  // Restores stderr; passes on what was held when `pass_on`, else drops it.
+  void release(bool pass_on) {
+    if (!m_old) return;
+    std::cerr.rdbuf(m_old);
+    m_old = nullptr;
+    if (!pass_on) return;
+    std::istringstream in(m_held.str());
+    for (std::string line; std::getline(in, line);) std::cerr << one_line(line) << "\n";
+  }
+
+ private:
+  std::stringbuf m_held;
+  std::streambuf* m_old;
+};
+
+// The subcommands, as main() registered them.
+struct commands {
+  CLI::App *plan, *trace, *probe, *snapshot, *calibrate, *compare, *report, *validate, *presets, *recipes,
+      *context;
+};
+
+struct options {
+  plan_options plan;
+  trace_options trace;
+  probe_command_options probe;
+  snapshot_options snapshot;
+  calibrate_options cal;
+  validate_options validate;
+};
+
+commands add_commands(CLI::App& app, options& o) {
+  commands c{};
+  c.plan = add_plan_command(app, o.plan);
+  c.trace = add_trace_command(app, o.trace);
+  c.probe = add_probe_command(app, o.probe);
+  c.snapshot = add_snapshot_command(app, o.snapshot);
+  c.calibrate = add_calibrate_command(app, o.cal);
+  c.compare = add_compare_command(app, o.cal);
+  c.report = add_report_command(app, o.cal);
+  c.validate = add_validate_command(app, o.validate);
+  c.presets = app.add_subcommand("presets", "List the model presets");
+  c.recipes =
+      app.add_subcommand("recipes", "List the precision recipes: bytes per parameter and what each shards");
+  c.context = app.add_subcommand("context-probe", "Internal: measure the CUDA context (for probe overheads)");
+  c.context->group("");  // not listed in --help
+  return c;
+}
+
+// Runs the parsed subcommand; returns its exit status. Errors propagate as exceptions.
+int dispatch(const commands& c, const options& o) {
+  if (c.recipes->parsed()) {
+    write_recipes(std::cout);
+    return exit_fits;
+  }
+  if (c.presets->parsed()) {
+    for (const auto& n : list_presets(preset_dir())) std::cout << printable(n) << "\n";
+    return exit_fits;
+  }
+  if (c.plan->parsed()) return run_plan(o.plan);
+  if (c.validate->parsed()) return run_validate(o.validate);
+  if (c.calibrate->parsed()) return run_calibrate(o.cal);
+  if (c.compare->parsed()) return run_compare(o.cal);
+  if (c.report->parsed()) return run_report(o.cal);
+  if (c.snapshot->parsed()) return run_snapshot(o.snapshot);
+  if (c.trace->parsed()) return run_trace(o.trace);
+  if (c.probe->parsed()) return run_probe(o.probe);
+  if (c.context->parsed()) {
+    if (auto why = probes::cuda_unavailable_reason()) {
+      std::cerr << "headroom: no CUDA device (" << *why << ")\n";
+      return exit_no_device;
+    }
+    return run_context_probe();
+  }
+  return exit_internal;
+}
+
+// Runs the subcommand and turns what it throws into one line on stderr and an exit status; a command that
+// ends without throwing has its standard output checked.
+int run_command(const commands& c, const options& o) {
+  held_stderr held;
+  std::string line;
+  int status = exit_internal;
+  try {
+    status = dispatch(c, o);
+    held.release(true);
+    return checked_stdout(status);
+  } catch (const bad_input& e) {
+    line = std::string("headroom: bad input: ") + e.what();
+    status = exit_bad_input;
+  } catch (const nlohmann::json::exception& e) {
+    // A JSON value of the wrong type deep inside an input file: the input's problem.
+    line = std::string("headroom: bad input: unreadable JSON value (") + e.what() + ")";
+    status = exit_bad_input;
+  } catch (const probes::output_error& e) {
+    line = std::string("headroom: cannot write output: ") + e.what();
+    status = exit_output_failed;
+  } catch (const probes::device_error& e) {
+    line = std::string("headroom: device error: ") + e.what();
+    status = exit_device_failed;
+  } catch (const std::bad_alloc&) {
+    line = "headroom: out of host memory (the input asks for more than this machine has)";
+    status = exit_bad_input;
+  } catch (const std::exception& e) {
+    line = std::string("headroom: internal error: ") + e.what();
+    status = exit_internal;
+  }
+  held.release(false);
+  std::cerr << one_line(line) << "\n";
+  return status;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace headroom;
-  using namespace headroom::cli;
+  keep_standard_descriptors();
+  probes::fd_writer out(STDOUT_FILENO);
+  stdout_writer = &out;
+  // Restored (after a last flush) before `out` goes, so nothing writes through it at exit.
+  struct restore {
+    std::streambuf* old;
+    ~restore() {
+      std::cout.flush();
+      std::cout.rdbuf(old);
+      stdout_writer = nullptr;
+    }
+  } restore_stdout{std::cout.rdbuf(&out)};
   // A write past a file-size limit fails with EFBIG instead of killing the process, so the temporary file
   // is removed and the error reported.
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"headroom: will one training step fit in each GPU's memory, and with how much headroom"};
   app.require_subcommand(1);
   app.set_version_flag("--version", records::tool_version() + " (" + records::git_revision() + ")");
-  plan_options plan;
-  auto* plan_cmd = add_plan_command(app, plan);
-  trace_options trace;
-  auto* trace_cmd = add_trace_command(app, trace);
-  probe_command_options probe;
-  auto* probe_cmd = add_probe_command(app, probe);
-  snapshot_options snapshot;
-  auto* snapshot_cmd = add_snapshot_command(app, snapshot);
-  calibrate_options cal;
-  auto* calibrate_cmd = add_calibrate_command(app, cal);
-  auto* compare_cmd = add_compare_command(app, cal);
-  auto* report_cmd = add_report_command(app, cal);
-  validate_options validate;
-  auto* validate_cmd = add_validate_command(app, validate);
-  for (int i = 0; i < argc; ++i) probe.command_line += (i ? " " : "") + std::string(argv[i]);
-  auto* presets_cmd = app.add_subcommand("presets", "List the model presets");
-  auto* recipes_cmd =
-      app.add_subcommand("recipes", "List the precision recipes: bytes per parameter and what each shards");
-  auto* context_cmd =
-      app.add_subcommand("context-probe", "Internal: measure the CUDA context (for probe overheads)");
-  context_cmd->group("");  // not listed in --help
+  options o;
+  const commands c = add_commands(app, o);
+  for (int i = 0; i < argc; ++i) o.probe.command_line += (i ? " " : "") + std::string(argv[i]);
   // The flag forms of `probe` that its subcommands replaced: one line naming the new form.
   if (auto moved = moved_probe_form(argc, argv)) {
     std::cerr << one_line(*moved) << "\n";
@@ -71,59 +220,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return checked_stdout(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return checked_stdout(app.exit(e));
   } catch (const CLI::Success& e) {
-    return app.exit(e);
+    return checked_stdout(app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::cerr << one_line(std::string("headroom: ") + e.what() + " (run with --help for usage)") << "\n";
     return exit_bad_input;
   }
-  try {
-    if (recipes_cmd->parsed()) {
-      write_recipes(std::cout);
-      return exit_fits;
-    }
-    if (presets_cmd->parsed()) {
-      for (const auto& n : list_presets(preset_dir())) std::cout << n << "\n";
-      return exit_fits;
-    }
-    if (plan_cmd->parsed()) return run_plan(plan);
-    if (validate_cmd->parsed()) return run_validate(validate);
-    if (calibrate_cmd->parsed()) return run_calibrate(cal);
-    if (compare_cmd->parsed()) return run_compare(cal);
-    if (report_cmd->parsed()) return run_report(cal);
-    if (snapshot_cmd->parsed()) return run_snapshot(snapshot);
-    if (trace_cmd->parsed()) return run_trace(trace);
-    if (probe_cmd->parsed()) return run_probe(probe);
-    if (context_cmd->parsed()) {
-      if (auto why = probes::cuda_unavailable_reason()) {
-        std::cerr << "headroom: no CUDA device (" << *why << ")\n";
-        return exit_no_device;
-      }
-      return run_context_probe();
-    }
-  } catch (const bad_input& e) {
-    std::cerr << one_line(std::string("headroom: bad input: ") + e.what()) << "\n";
-    return exit_bad_input;
-  } catch (const nlohmann::json::exception& e) {
-    // A JSON value of the wrong type deep inside an input file: the input's problem.
-    std::cerr << one_line(std::string("headroom: bad input: unreadable JSON value (") + e.what() + ")")
-              << "\n";
-    return exit_bad_input;
-  } catch (const probes::output_error& e) {
-    std::cerr << one_line(std::string("headroom: cannot write output: ") + e.what()) << "\n";
-    return exit_output_failed;
-  } catch (const probes::device_error& e) {
-    std::cerr << one_line(std::string("headroom: device error: ") + e.what()) << "\n";
-    return exit_device_failed;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "headroom: out of host memory (the input asks for more than this machine has)\n";
-    return exit_bad_input;
-  } catch (const std::exception& e) {
-    std::cerr << one_line(std::string("headroom: internal error: ") + e.what()) << "\n";
-    return exit_internal;
-  }
-  return exit_internal;
+  return run_command(c, o);
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "exit_codes.hpp"
+#include "one_line.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "planner/units.hpp"
@@ -26,11 +27,17 @@ namespace headroom::cli {
 using namespace headroom::probes;
 
 // A rank's outcome carries the CLI's exit statuses under the library's names.
-static_assert(rank_exit::ok == exit_fits && rank_exit::bad_input == exit_bad_input &&
-              rank_exit::does_not_fit == exit_does_not_fit && rank_exit::no_device == exit_no_device &&
-              rank_exit::device_failed == exit_device_failed);
+static_assert(rank_exit::ok == exit_fits && rank_exit::internal == exit_internal &&
+              rank_exit::bad_input == exit_bad_input && rank_exit::does_not_fit == exit_does_not_fit &&
+              rank_exit::no_device == exit_no_device && rank_exit::device_failed == exit_device_failed);
 
 namespace {
+
+// Writes `line` to stderr as "headroom: LINE", one line of at most 280 characters (one_line.hpp): every
+// line the multi-rank path writes to stderr goes through here.
+void say(const std::string& line) {
+  std::cerr << one_line("headroom: " + line) << "\n";
+}
 
 // A test hook (tests/multi_rank_test.sh): HEADROOM_TEST_RANK_FAULT=RANK:hang|exit makes that rank hang
 // (ten minutes) before it answers, or exit without answering, so the timeout path can be tested without a
@@ -48,6 +55,11 @@ void test_fault(int rank) {
   }
 }
 
+// True when --rank-timeout is a deadline the exchanges can take: (0, 86400] seconds (NaN is not).
+bool rank_timeout_ok(double seconds) {
+  return seconds > 0 && seconds <= 86400;
+}
+
 // Everything a multi-rank probe refuses before any rank touches a device.
 void check_multi_rank_options(const probe_replay_options& o) {
   auto refuse = [](const char* what) {
@@ -56,7 +68,7 @@ void check_multi_rank_options(const probe_replay_options& o) {
   if (o.stage) refuse("--stage (each rank probes its own stage)");
   if (!o.trace_file.empty()) refuse("--trace");
   if (!o.timeline_out.empty()) refuse("--timeline");
-  if (!(o.rank_timeout_s > 0) || o.rank_timeout_s > 86400)
+  if (!rank_timeout_ok(o.rank_timeout_s))
     throw bad_input("rank-timeout", "must be between 0 and 86400 seconds");
 }
 
@@ -66,21 +78,20 @@ class cli_rank_host final : public rank_host {
   cli_rank_host(const probe_replay_options& o, const launch_info& li) : m_o(o), m_li(li) {}
 
   std::pair<problem, layout> form_case() override {
-    check_multi_rank_options(m_o);
     plan_options po = m_o.problem;
     if (!po.gpus) po.gpus = m_li.size;
     return {problem_from(po), layout_from(po)};
   }
 
-  void open_device(problem& p, const layout& l, int rank) override {
-    if (rank == 0) {
-      // Rank 0 writes every file: refuse a target now, before any rank does the work.
-      output_set pre(m_o.force, &std::cout);
-      pre.expect(m_o.json_out);
-      if (m_o.json_out != "-")
-        for (int r = 0; r < l.gpus && !m_o.json_out.empty(); ++r)
-          pre.expect(rank_record_path(m_o.json_out, r, l.gpus));
-    }
+  // Rank 0 writes every rank's file: each target is refused now, before any rank does the work.
+  void check_outputs(const layout& l) override {
+    output_set pre(m_o.force, &std::cout);
+    pre.expect(m_o.json_out);
+    if (m_o.json_out.empty() || m_o.json_out == "-") return;
+    for (int r = 0; r < l.gpus; ++r) pre.expect(rank_record_path(m_o.json_out, r, l.gpus));
+  }
+
+  void open_device(problem& p, const layout&, int rank) override {
     test_fault(rank);
     if (m_o.backend == "cuda") {
       if (auto dev = visible_device_for(std::getenv("CUDA_VISIBLE_DEVICES"), m_li.local_rank))
@@ -149,7 +160,7 @@ void print_row(std::ostream& out, const rank_summary& s, const rank_row& r) {
 
 void print_table(std::ostream& out, const rank_summary& s, const problem& p, const layout& l,
                  const launch_info& li, const std::string& backend) {
-  out << "headroom probe: " << p.model.name << ", " << trace_layout_text(l) << ", " << s.rows.size()
+  out << "headroom probe: " << printable(p.model.name) << ", " << trace_layout_text(l) << ", " << s.rows.size()
       << (s.rows.size() == 1 ? " rank" : " ranks") << " under " << li.launcher << ", " << backend
       << " backend\n";
   out << "predicted: the planner's step peak of the rank's stage; "
@@ -181,39 +192,77 @@ void print_table(std::ostream& out, const rank_summary& s, const problem& p, con
   if (!s.missing.empty()) out << "no answer from rank(s) " << list(s.missing) << " within --rank-timeout\n";
 }
 
-// Rank 0's report of a summarised session: the files, then the table. Returns the exit status.
+// The stdout line that names what rank 0 wrote: the summary, and the rank records that exist (a rank
+// without a record has no file).
+void print_written(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& files,
+                   int world_size) {
+  out << "summary written to " << files.front().first;
+  const std::size_t records = files.size() - 1;
+  if (records == 0)
+    out << "; no rank has a record to write\n";
+  else if (records == 1)
+    out << ", the one rank record to " << files[1].first << "\n";
+  else
+    out << ", rank records to " << files[1].first << " ... " << files.back().first << " (" << records
+        << " of " << world_size << " ranks)\n";
+}
+
+// Returns the stderr line for a run whose ranks failed (`status` not 0 or 3): the first failed rank's line,
+// with how many failed.
+std::string failed_ranks_line(const rank_summary& s, int status) {
+  std::size_t failed = 0;
+  const rank_row* first = nullptr;
+  for (const auto& row : s.rows)
+    if (row.answered && row.exit_status != rank_exit::ok && row.exit_status != rank_exit::does_not_fit) {
+      ++failed;
+      if (!first || (first->exit_status != status && row.exit_status == status)) first = &row;
+    }
+  if (!first) return "the ranks failed (exit status " + std::to_string(status) + ")";
+  return "rank " + std::to_string(first->rank) +
+         (failed > 1 ? " (one of " + std::to_string(failed) + " failed ranks)" : "") + ": " +
+         (first->error.empty() ? "failed (exit status " + std::to_string(first->exit_status) + ")"
+                               : first->error);
+}
+
+// Rank 0's report of a summarised session: every file committed together (or none), then the table and
+// at most one stderr line. Returns the exit status.
 int report(const probe_replay_options& o, const launch_info& li, const session_result& r) {
   const rank_summary& s = r.summary;
-  const nlohmann::json inputs = case_inputs(o, r.p, r.l);
-  const nlohmann::json env = environment_json(environment_of(o, nullptr));
   int status = s.exit_status();
+  std::optional<std::string> failure;  // an output that could not be written: the line and status
   try {
+    const nlohmann::json inputs = case_inputs(o, r.p, r.l);
+    const nlohmann::json env = environment_json(environment_of(o, nullptr));
+    const auto files = session_files(r, li, o.json_out, inputs, env);
     output_set outs(o.force, &std::cout);
-    for (const auto& [path, text] : session_files(r, li, o.json_out, inputs, env)) outs.add(path, text);
+    for (const auto& [path, text] : files) outs.add(path, text);
     outs.commit();
     if (!outs.to_stdout()) {
       print_table(std::cout, s, r.p, r.l, li, o.backend);
-      if (!o.json_out.empty())
-        std::cout << "summary written to " << o.json_out << ", rank records to "
-                  << rank_record_path(o.json_out, 0, li.size) << " ...\n";
+      if (!files.empty()) print_written(std::cout, files, li.size);
     }
   } catch (const bad_input& e) {
-    std::cerr << "headroom: bad input: " << e.what() << "\n";
+    failure = std::string("bad input: ") + e.what();
     status = exit_bad_input;
   } catch (const output_error& e) {
-    std::cerr << "headroom: cannot write output: " << e.what() << "\n";
+    failure = std::string("cannot write output: ") + e.what();
     status = exit_output_failed;
   }
   std::cout.flush();
+  if (failure)
+    say(*failure);
+  else if (!s.missing.empty())
+    say(std::to_string(s.missing.size()) + " rank(s) did not answer within " + fixed(o.rank_timeout_s, 1) +
+        " s; ending the run");
+  else if (status != exit_fits && status != exit_does_not_fit)
+    say(failed_ranks_line(s, status));
   if (!s.missing.empty()) {
-    // The ranks that never answered may be hung: end them all, with the status that says so.
-    std::cerr << "headroom: " << s.missing.size() << " rank(s) did not answer within " << o.rank_timeout_s
-              << " s; ending the run\n";
-    // Leaving without MPI_Finalize (no destructors) and with a non-zero status makes the launcher end every
-    // other rank (mpirun and srun both do). MPI_Abort would too, but OpenMPI 4.1's mpirun was seen to hang or
-    // crash tearing the job down while a rank sat in a sleep on a loaded 2-core machine; the exit never did.
+    // The ranks that never answered may be hung: end them all, with a status that says so. Leaving without
+    // MPI_Finalize (no destructors) and with a non-zero status makes the launcher end every other rank
+    // (mpirun and srun both do). MPI_Abort would too, but OpenMPI 4.1's mpirun was seen to hang or crash
+    // tearing the job down while a rank sat in a sleep on a loaded 2-core machine; the exit never did.
     std::fflush(nullptr);
-    std::_Exit(exit_device_failed);
+    std::_Exit(failure ? status : exit_device_failed);
   }
   return status;
 }
@@ -224,14 +273,29 @@ int run_multi_rank_probe(const probe_replay_options& o, const launch_info& li) {
   std::string why;
   std::unique_ptr<rank_transport> tr = open_rank_transport(li, why);
   if (!tr) {
-    if (li.rank == 0) std::cerr << "headroom: bad input: ranks: " << why << "\n";
+    // No world to join, so no rank 0 that could speak for this process: every process says why itself.
+    say("bad input: ranks: " + why);
+    return exit_bad_input;
+  }
+  // The world reached must be the one the launcher's variables claim (a process given OMPI_COMM_WORLD_SIZE=2
+  // by hand, without mpirun, is MPI's world of one), and the options must be a multi-rank probe's. The ranks
+  // agree on it first, so that exactly one process says why and none starts the work.
+  // (A --rank-timeout the check refuses cannot time this exchange: the default's 300 s do.)
+  const double agree_s = rank_timeout_ok(o.rank_timeout_s) ? o.rank_timeout_s : 300;
+  const world_verdict v = agree_on_world(
+      *tr, li, [&] { check_multi_rank_options(o); },
+      std::chrono::milliseconds(static_cast<std::int64_t>(agree_s * 1000)));
+  if (!v.ok) {
+    // As after the session, one rank answers for all: it exits 2, the others 0, since a non-zero exit could
+    // make the launcher end it before it spoke.
+    if (!v.speak) return exit_fits;
+    say(v.line);
     return exit_bad_input;
   }
   session_options so;
   so.nccl = o.backend == "cuda";
   so.dp_bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * mib);
-  so.timeout =
-      std::chrono::milliseconds(static_cast<std::int64_t>(std::min(o.rank_timeout_s, 86400.0) * 1000));
+  so.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout_s * 1000));
   cli_rank_host host(o, li);
   const session_result r = run_rank_session(*tr, li, so, host);
   switch (r.how) {
@@ -242,7 +306,7 @@ int run_multi_rank_probe(const probe_replay_options& o, const launch_info& li) {
     case session_result::ending::
         gather_timed_out:                  // "rank N: ..." (this rank's outcome never reached rank 0)
     case session_result::ending::no_case:  // rank 0 could not form the case: its line answers for all
-      std::cerr << "headroom: " << r.line << "\n";
+      say(r.line);
       return r.exit_status;
     case session_result::ending::summarised:
       break;

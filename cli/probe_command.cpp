@@ -156,7 +156,7 @@ void write_replay_table(std::ostream& out, const replay_view& v) {
   const replay_result& r = v.c.replayed;
   const auto& t = v.t;
   const auto& predicted = v.predicted;
-  out << "headroom probe: " << t.model << ", " << t.layout_text << ", stage " << v.stage << " of " << t.stages
+  out << "headroom probe: " << printable(t.model) << ", " << printable(t.layout_text) << ", stage " << v.stage << " of " << t.stages
       << "\n";
   out << "backend " << v.device << (v.gpu ? "" : "; CUDA context and NCCL are not modelled (0 GiB)") << "\n";
   out << "allocator " << v.c.allocator << "\n";
@@ -194,7 +194,7 @@ void write_device_lines(std::ostream& out, const replay_view& v) {
     const auto& c = *r.verified;
     out << "fill + verify: " << c.blocks_verified << " blocks, " << g2(c.bytes_verified) << " GiB checked, "
         << c.mismatched_words << " mismatched words";
-    if (m.first_mismatch_tensor) out << " (first in " << *m.first_mismatch_tensor << ")";
+    if (m.first_mismatch_tensor) out << " (first in " << printable(*m.first_mismatch_tensor) << ")";
     out << "\n";
   }
   if (m.throughput)
@@ -215,13 +215,13 @@ void write_replay_events(std::ostream& out, const replay_view& v, const probe_re
   const measurement& m = v.m;
   if (r.events_replayed > 0)
     out << "\npeak reserved at event " << m.peak_reserved_at.index << " (" << m.peak_reserved_at.phase << ", "
-        << m.peak_reserved_at.tensor << ", " << gib_str(m.peak_reserved_at.bytes, 3) << " GiB)\n"
+        << printable(m.peak_reserved_at.tensor) << ", " << gib_str(m.peak_reserved_at.bytes, 3) << " GiB)\n"
         << "peak allocated at event " << m.peak_allocated_at.index << " (" << m.peak_allocated_at.phase
-        << ", " << m.peak_allocated_at.tensor << ", " << gib_str(m.peak_allocated_at.bytes, 3) << " GiB)\n";
+        << ", " << printable(m.peak_allocated_at.tensor) << ", " << gib_str(m.peak_allocated_at.bytes, 3) << " GiB)\n";
   if (r.retries) out << "the allocator freed its cache and retried " << r.retries << " time(s)\n";
   if (m.oom_at) {
     out << "out of memory at event " << m.oom_at->index << " (" << m.oom_at->phase
-        << "): " << m.oom_at->tensor << ", " << gib_str(m.oom_at->bytes, 3) << " GiB, with "
+        << "): " << printable(m.oom_at->tensor) << ", " << gib_str(m.oom_at->bytes, 3) << " GiB, with "
         << g2(r.reserved_at_end) << " of " << gib_str(v.capacity, 1) << " GiB reserved\n";
   }
   if (!o.json_out.empty()) out << "measurement record written to " << o.json_out << "\n";
@@ -284,9 +284,10 @@ std::optional<std::string> moved_probe_form(int argc, const char* const* argv) {
 std::optional<int> refused_under_launcher(const char* what) {
   const auto li = detect_launch([](const char* name) { return std::getenv(name); });
   if (!li) return std::nullopt;
-  if (li->rank == 0)
-    std::cerr << "headroom: bad input: ranks: 'probe " << what
-              << "' applies to a single-rank probe, not under a launcher\n";
+  // Every process says it, not rank 0 alone: without an exchange nothing shows that a rank 0 exists to speak
+  // for this one (the variables may have been set by hand). `what` is a subcommand's name: one short line.
+  std::cerr << "headroom: bad input: ranks: 'probe " << what
+            << "' applies to a single-rank probe, not under a launcher\n";
   return exit_bad_input;
 }
 
@@ -313,20 +314,21 @@ int run_trace(const trace_options& o) {
       out << "\n";
     });
     outs.commit();
-    if (outs.to_stdout()) return exit_fits;
   }
+  // With the trace on standard output, the summary goes to stderr: '-' means the document alone.
+  std::ostream& say = o.json_out == "-" ? std::cerr : std::cout;
   const auto peak = trace_peak(t);
-  std::cout << "headroom trace: " << t.model << ", " << t.layout_text << ", stage " << t.stage << " of "
+  say << "headroom trace: " << printable(t.model) << ", " << printable(t.layout_text) << ", stage " << t.stage << " of "
             << t.stages << "\n";
-  std::cout << "  " << t.events.size() << " events over " << t.tensors.size() << " tensors; "
+  say << "  " << t.events.size() << " events over " << t.tensors.size() << " tensors; "
             << t.microbatches_traced << " of " << t.microbatches_per_step
             << " micro-batches traced (enough for the 1F1B steady state)\n";
-  std::cout << "  peak live bytes " << gib_str(peak.bytes, 2) << " GiB at event " << peak.event << " ("
+  say << "  peak live bytes " << gib_str(peak.bytes, 2) << " GiB at event " << peak.event << " ("
             << to_string(t.events[peak.event].when) << ", "
-            << t.tensors[static_cast<std::size_t>(t.events[peak.event].tensor)].name << ")\n";
-  std::cout << "  planner: persistent + transient + activations + max(working set, output phase) = "
+            << printable(t.tensors[static_cast<std::size_t>(t.events[peak.event].tensor)].name) << ")\n";
+  say << "  planner: persistent + transient + activations + max(working set, output phase) = "
             << gib_str(b.stages[static_cast<std::size_t>(t.stage)].step_peak, 2) << " GiB\n";
-  if (!o.json_out.empty()) std::cout << "  written to " << o.json_out << "\n";
+  if (!o.json_out.empty() && o.json_out != "-") say << "  written to " << printable(o.json_out) << "\n";
   return exit_fits;
 }
 
@@ -389,7 +391,7 @@ int run_probe_replay(const probe_replay_options& o) {
   if (verify_failed) {
     std::cerr << "headroom: device error: " << c.replayed.verified->mismatched_words
               << " words did not hold their pattern, first in tensor '"
-              << m.first_mismatch_tensor.value_or("?") << "'\n";
+              << printable(m.first_mismatch_tensor.value_or("?")) << "'\n";
     return exit_device_failed;
   }
   return m.oom_at ? exit_does_not_fit : exit_fits;

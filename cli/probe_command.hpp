@@ -95,7 +95,7 @@ int run_probe_overheads(const probe_overheads_options& o);
 int run_context_probe();
 
 // Under mpirun or srun only `probe replay` runs on every rank: returns nullopt for a plain process, else the
-// exit status of a refusal (rank 0 says it in one line; `what` names the subcommand).
+// exit status of a refusal (every process says it in one line; `what` names the subcommand).
 std::optional<int> refused_under_launcher(const char* what);
 
 }  // namespace headroom::cli

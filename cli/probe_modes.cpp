@@ -177,7 +177,7 @@ std::string max_fit_text(const max_fit_result& r, fit_axis axis, const problem& 
                          probe_target& target, const std::string& json_out) {
   const bool gpu = target.gpu != nullptr;
   std::ostringstream out;
-  out << "headroom probe max-fit " << to_string(axis) << ": " << p.model.name << ", " << zero_name(l)
+  out << "headroom probe max-fit " << to_string(axis) << ": " << printable(p.model.name) << ", " << zero_name(l)
       << ", recompute " << to_string(l.recompute) << ", " << axes_string(l) << "\n";
   out << "backend " << target.dev().describe()
       << (r.allocator.empty() ? std::string() : "; allocator " + r.allocator) << "\n";

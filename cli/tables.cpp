@@ -111,12 +111,12 @@ void write_recipes(std::ostream& o) {
   for (const auto& name : builtin_recipes()) {
     const recipe r = load_recipe(name);
     o << "\n"
-      << name << ": " << r.bytes_per_param() << " bytes per parameter, activations " << r.activation_bytes
-      << " bytes per element\n";
+      << printable(name) << ": " << r.bytes_per_param() << " bytes per parameter, activations "
+      << r.activation_bytes << " bytes per element\n";
     for (const auto& b : r.buffers) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "  %-42s %2lld B  %s\n", b.name.c_str(), static_cast<long long>(b.bytes),
-                    describe_sharding(b).c_str());
+      std::snprintf(buf, sizeof buf, "  %-42s %2lld B  %s\n", printable(b.name, 42).c_str(),
+                    static_cast<long long>(b.bytes), describe_sharding(b).c_str());
       o << buf;
     }
     o << "  per GPU:";
@@ -214,10 +214,10 @@ void stage_csv(std::ostream& o, const stage_breakdown& s) {
 void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   const auto& l = b.where;
   const auto& w = b.worst_stage();
-  o << "headroom plan: " << p.model.name << ", " << l.gpus << " GPU" << (l.gpus > 1 ? "s" : "") << ", "
-    << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq << ", micro-batch "
-    << p.training.micro_batch << ", " << p.precision.name << ", " << to_string(p.training.attention)
-    << " attention\n";
+  o << "headroom plan: " << printable(p.model.name) << ", " << l.gpus << " GPU" << (l.gpus > 1 ? "s" : "")
+    << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq << ", micro-batch "
+    << p.training.micro_batch << ", " << printable(p.precision.name) << ", "
+    << to_string(p.training.attention) << " attention\n";
   o << "predicted by the analytic model (not measured); GiB per GPU\n\n";
   write_table_header(o, p, false);
   write_table_rule(o, false);
@@ -230,7 +230,7 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
   };
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
     const auto& buf = p.precision.buffers[i];
-    line(buf.name, w.buffer_bytes[i],
+    line(printable(buf.name, 60), w.buffer_bytes[i],
          offloaded(buf, l)          ? "in host memory (offloaded)"
          : l.zero >= buf.shard_from ? "sharded over " + std::to_string(l.shard_degree())
                                     : "");
@@ -325,9 +325,9 @@ void write_plan_csv(std::ostream& o, const problem&, const breakdown& b) {
 }
 
 void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top) {
-  o << "headroom plan --suggest: " << p.model.name << " on " << s.gpus << " GPUs, seq " << p.training.seq
-    << ", " << micro_batch_phrase(p, s) << ", " << p.precision.name << "; " << s.evaluated
-    << " layouts evaluated, " << s.fitting.size() << " fit\n";
+  o << "headroom plan --suggest: " << printable(p.model.name) << " on " << s.gpus << " GPUs, seq "
+    << p.training.seq << ", " << micro_batch_phrase(p, s) << ", " << printable(p.precision.name) << "; "
+    << s.evaluated << " layouts evaluated, " << s.fitting.size() << " fit\n";
   o << "predicted by the analytic model (not measured); GiB per GPU, worst rank; cost = extra step time "
        "(recompute, bubble, exposed communication)\n\n";
   const std::size_t aw = axes_width_of(s);
@@ -406,9 +406,9 @@ void write_suggest_csv(std::ostream& o, const problem&, const suggestion& s) {
 }
 
 void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top) {
-  o << "headroom plan --min-gpus: " << p.model.name << ", seq " << p.training.seq << ", "
+  o << "headroom plan --min-gpus: " << printable(p.model.name) << ", seq " << p.training.seq << ", "
     << (r.at_min ? micro_batch_phrase(p, *r.at_min) : "micro-batch " + std::to_string(p.training.micro_batch))
-    << ", " << p.precision.name << " (predicted by the analytic model)\n\n";
+    << ", " << printable(p.precision.name) << " (predicted by the analytic model)\n\n";
   o << explain_min_gpus(p, r);
   if (!r.n_min) {
     o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated

@@ -39,9 +39,9 @@ void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
   const double cap = to_gib(p.device.capacity);
   const std::int64_t bpp = p.precision.bytes_per_param();
   o << "(a) State memory\n";
-  o << "  per parameter (" << p.precision.name << "): ";
+  o << "  per parameter (" << printable(p.precision.name) << "): ";
   for (std::size_t i = 0; i < p.precision.buffers.size(); ++i)
-    o << (i ? " + " : "") << p.precision.buffers[i].name << " " << p.precision.buffers[i].bytes;
+    o << (i ? " + " : "") << printable(p.precision.buffers[i].name) << " " << p.precision.buffers[i].bytes;
   o << " = " << bpp << " bytes\n";
   if (pc.stated)
     o << "  Psi = " << psi_str(pc) << " parameters, as the preset states it (spread evenly over the "
@@ -61,7 +61,7 @@ void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
     const auto& buf = p.precision.buffers[i];
     const bool sharded = l.zero >= buf.shard_from;
     const bool off = offloaded(buf, l);
-    o << "    " << padr(buf.name, 34) << buf.bytes << " B x " << eng(static_cast<double>(w.params_on_rank))
+    o << "    " << padr(printable(buf.name), 34) << buf.bytes << " B x " << eng(static_cast<double>(w.params_on_rank))
       << (sharded ? " / " + std::to_string(l.shard_degree()) : std::string(" (not sharded)")) << " = ";
     if (off)
       o << "in host memory (--offload-optimizer)\n";

@@ -2,6 +2,7 @@
 // reference case's engineering notation (175e9, 2.869e9). Bytes stay integers until this point.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,5 +24,15 @@ std::string gib_cell(std::int64_t bytes, int width, int decimals = 1);
 std::string eng(double x);
 // Returns x without trailing zeros after at most `decimals` decimals: 34, 2.5, 10.333.
 std::string trim(double x, int decimals = 3);
+
+// The longest a string from a file or an argument may be when printed on its own (a name, a path, a note).
+inline constexpr std::size_t printable_max = 200;
+// Returns `s` safe to print to a terminal as part of one line: control characters (NUL, newline, ESC, DEL,
+// the C1 controls) and bidirectional overrides are written as escapes ("\n", "\x1b", "\u202e"), bytes that
+// are not UTF-8 as "\xHH", and a string longer than `max_len` characters is cut in the middle ("...") so
+// that its start and its end (a file name's extension, an error's cause) both stay. Every string read from
+// a file or a command line goes through this before any printer writes it; JSON outputs need not (JSON
+// escapes on its own). Applying it twice changes nothing more.
+std::string printable(const std::string& s, std::size_t max_len = printable_max);
 
 }  // namespace headroom

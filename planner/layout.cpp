@@ -59,19 +59,32 @@ void validate(const training_spec& t, const device_spec& d) {
     throw bad_input("calibration", "reserve terms must be finite and non-negative");
   if (d.fixed_overheads < 0) throw bad_input("fixed-overheads", "must not be negative");
   if (d.fixed_overheads >= d.capacity) throw bad_input("fixed-overheads", "must be smaller than gpu-mem");
-  if (d.gpus_per_node <= 0) throw bad_input("gpus-per-node", "must be positive");
+  if (d.gpus_per_node <= 0 || d.gpus_per_node > max_gpus_per_node)
+    throw bad_input("gpus-per-node", "must be between 1 and " + std::to_string(max_gpus_per_node) +
+                                         " (the largest NVLink domain is 72 GPUs), got " +
+                                         std::to_string(d.gpus_per_node));
+}
+
+std::optional<bad_input> sharding_error(const layout& l) {
+  if (l.zero < 0 || l.zero > 3)
+    return bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
+  if (l.zero3_live_params < 0) return bad_input("zero3-live-params", "must not be negative");
+  if (l.zero3_inflight_units < 1 || l.zero3_inflight_units > 1000)
+    return bad_input("zero3-inflight-units",
+                     "must be between 1 and 1000 (the layer in use is always gathered), got " +
+                         std::to_string(l.zero3_inflight_units));
+  if (l.offload_optimizer && l.zero == 0)
+    return bad_input("offload-optimizer",
+                     "needs ZeRO 1, 2 or 3 (--zero), got 0: ZeRO-Offload moves the sharded optimizer state");
+  return std::nullopt;
 }
 
 std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   const auto& m = p.model;
-  for (auto [v, f] : {std::pair{l.gpus, "gpus"}, {l.tp, "tp"}, {l.pp, "pp"}, {l.cp, "cp"}, {l.vpp, "vpp"}})
-    if (v <= 0) return bad_input(f, "must be positive, got " + std::to_string(v));
-  if (l.gpus > 10'000'000) return bad_input("gpus", "is absurd (" + std::to_string(l.gpus) + ")");
-  if (l.zero < 0 || l.zero > 3)
-    return bad_input("zero", "must be 0, 1, 2 or 3, got " + std::to_string(l.zero));
-  if (l.zero3_live_params < 0) return bad_input("zero3-live-params", "must not be negative");
-  if (l.zero3_inflight_units < 0 || l.zero3_inflight_units > 1000)
-    return bad_input("zero3-inflight-units", "must be between 0 and 1000");
+  for (auto [v, f] : {std::pair{l.tp, "tp"}, {l.pp, "pp"}, {l.cp, "cp"}, {l.vpp, "vpp"}, {l.gpus, "gpus"}})
+    if (v <= 0 || v > max_gpus)
+      return bad_input(f, "must be between 1 and " + std::to_string(max_gpus) + ", got " + std::to_string(v));
+  if (auto e = sharding_error(l)) return e;
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
   if (tpc > l.gpus || l.gpus % tpc != 0)
     return bad_input(
@@ -106,6 +119,15 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
 std::optional<bad_input> schedule_error(const problem& p, const layout& l) {
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
   if (tpc <= 0 || l.gpus < tpc) return std::nullopt;  // layout_error's to report
+  if (!batch_splits(p, l)) {
+    const std::int64_t mb = p.training.micro_batch, per_round = mb * l.dp();
+    const std::string sizes = "micro-batch x dp = " + std::to_string(mb) + " x " + std::to_string(l.dp()) +
+                              " = " + std::to_string(per_round);
+    const std::string gb = "global batch " + std::to_string(p.training.global_batch);
+    if (per_round > p.training.global_batch)
+      return bad_input("global-batch", gb + " is smaller than " + sizes + ": a data-parallel rank would get no sample");
+    return bad_input("global-batch", gb + " is not divisible by " + sizes + " (Megatron-LM asserts it)");
+  }
   const std::int64_t m = microbatches_per_step(p, l);
   if (!schedule_runs(l, m))
     return bad_input("vpp", "the interleaved schedule needs micro-batches per step (" + std::to_string(m) +

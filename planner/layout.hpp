@@ -137,6 +137,17 @@ struct problem {
   device_spec device;
 };
 
+// Bounds on counts a user gives (README, limits): beyond them a number is a typo, and the search's cost grows
+// with them. GPUs in a job; GPUs per node (the search tries every tp up to it).
+inline constexpr int max_gpus = 10'000'000;
+inline constexpr int max_gpus_per_node = 1024;
+
+// Returns the first of the layout's sharding settings that is out of range or contradicts another, as the
+// bad_input to throw, or nullopt: ZeRO stage 0-3, ZeRO-3 in-flight units 1-1000 (the layer in use is always
+// gathered), live parameters not negative, optimizer offload only with ZeRO 1-3. layout_error asks it first;
+// the search asks it of the user's fixed settings.
+std::optional<bad_input> sharding_error(const layout& l);
+
 // Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
 // to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
 // tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence
@@ -157,16 +168,21 @@ inline std::int64_t microbatches_per_step(const problem& p, const layout& l) {
 inline bool schedule_runs(const layout& l, std::int64_t microbatches) {
   return l.vpp <= 1 || microbatches % l.pp == 0;
 }
-// Returns why the schedule cannot run `l` (a layout without layout_error) for `p`, as the bad_input to
-// throw, or nullopt: the interleaved schedule needs the micro-batches per step divisible by pp. `plan`,
-// --suggest, --min-gpus, `trace` and `probe` all refuse by it (validate() throws it).
-std::optional<bad_input> schedule_error(const problem& p, const layout& l);
-// Returns whether micro-batch x dp divides the global batch (Megatron-LM's rule). --suggest tries a
-// micro-batch b > 1 it searches only where this holds; micro-batch 1 keeps ceil(G / dp) micro-batches
-// per step (as the reference case does), and a micro-batch the user gives is taken as given, in `plan` too.
-inline bool micro_batch_divides(const problem& p, const layout& l) {
-  return p.training.global_batch % (p.training.micro_batch * l.dp()) == 0;
+// Returns whether the global batch splits over the data-parallel ranks in micro-batches: micro-batch x dp is
+// at most the global batch (no rank without a sample), and, for a micro-batch b > 1, divides it (Megatron-LM's
+// assertion in its micro-batch calculator; DeepSpeed's and torchtitan's gradient accumulation ask the same).
+// Micro-batch 1 keeps the reference case's ceil(G / dp) micro-batches per step where dp does not divide G
+// (docs/model.md). No allocation: the search's inner loop asks it; schedule_error says why not.
+inline bool batch_splits(const problem& p, const layout& l) {
+  const std::int64_t per_round = p.training.micro_batch * l.dp();
+  return per_round <= p.training.global_batch &&
+         (p.training.micro_batch == 1 || p.training.global_batch % per_round == 0);
 }
+// Returns why the step cannot run `l` (a layout without layout_error) for `p`, as the bad_input to throw, or
+// nullopt: the global batch does not split (batch_splits), or the interleaved schedule needs the micro-batches
+// per step divisible by pp. `plan`, --suggest, --min-gpus, `trace` and `probe` all refuse by it (validate()
+// throws it).
+std::optional<bad_input> schedule_error(const problem& p, const layout& l);
 
 // Throws layout_error(p, l), then schedule_error(p, l), when there is one.
 void validate(const problem& p, const layout& l);

@@ -1,12 +1,16 @@
 // model_files.cpp: presets, model files and HuggingFace config.json import (see model_files.hpp).
 #include "model_files.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "errors.hpp"
 #include "json_fields.hpp"
@@ -27,28 +31,95 @@ std::string preset_dir() {
 std::vector<std::string> list_presets(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  // The error_code forms throughout: an unreadable or vanished directory lists nothing, never throws.
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") names.push_back(it->path().stem().string());
   std::sort(names.begin(), names.end());
   return names;
 }
 
+std::string shown_name(const std::string& name) {
+  constexpr std::size_t most = 96, keep = 45;
+  std::string o;
+  for (char c : name) o.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+  if (o.size() > most) o = o.substr(0, keep) + "..." + o.substr(o.size() - keep);
+  return o;
+}
+
+namespace {
+
+// Closes a descriptor on every path out of read_regular_file.
+struct fd_guard {
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Returns the reason an open(2) of an input failed, as a phrase.
+std::string open_failure(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return "cannot open file (missing)";
+    case ENAMETOOLONG:
+      return "cannot open file (file name too long)";
+    case EACCES:
+    case EPERM:
+      return "cannot open file (permission denied)";
+    case ELOOP:
+      return "cannot open file (too many symbolic links)";
+    default:
+      return std::string("cannot open file (") + std::strerror(err) + ")";
+  }
+}
+
+}  // namespace
+
+std::string read_regular_file(const std::string& path, std::uintmax_t cap, const char* what) {
+  const std::string shown = shown_name(path);
+  if (path.empty()) throw bad_input("input", "an empty file name");
+  const auto not_regular = [&](const struct stat& st) {
+    return bad_input(shown, S_ISDIR(st.st_mode)
+                                ? "is a directory, not a regular file"
+                                : "is not a regular file (a device, pipe or socket is not read)");
+  };
+  // A device is never opened (opening some has effects); what the path names is checked again on the
+  // opened descriptor, with O_NONBLOCK so a FIFO swapped in meanwhile cannot block the open.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw not_regular(st);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw bad_input(shown, open_failure(errno));
+  const fd_guard guard{fd};
+  if (::fstat(fd, &st) != 0) throw bad_input(shown, "cannot read its status");
+  if (!S_ISREG(st.st_mode)) throw not_regular(st);
+  const auto too_large = [&] {
+    const std::string limit =
+        cap % (1u << 20) == 0 ? std::to_string(cap >> 20) + " MiB" : std::to_string(cap) + " bytes";
+    return bad_input(shown, "is larger than the " + limit + " " + what + " may be");
+  };
+  if (static_cast<std::uintmax_t>(st.st_size) > cap) throw too_large();
+  std::string bytes;
+  bytes.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  // Read until the end, never past cap + 1 bytes: a file that grows while it is read is refused too.
+  while (true) {
+    if (got == bytes.size()) {
+      if (bytes.size() > cap) throw too_large();
+      bytes.resize(std::min<std::size_t>(bytes.size() + (64u << 10), static_cast<std::size_t>(cap) + 1));
+    }
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw bad_input(shown, std::string("cannot be read (") + std::strerror(errno) + ")");
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+
 nlohmann::json read_json_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) throw bad_input(path, "cannot open file (missing)");
-  if (!fs::is_regular_file(status))
-    throw bad_input(path, "is not a regular file (a directory, device or pipe is not read)");
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw bad_input(path, "cannot read its size");
-  if (size > max_json_file_bytes)
-    throw bad_input(
-        path, "is larger than the " + std::to_string(max_json_file_bytes >> 20) + " MiB a JSON input may be");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw bad_input(path, "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_json_text(ss.str(), path);
+  return parse_json_text(read_regular_file(path, max_json_file_bytes, "a JSON input"), shown_name(path));
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
@@ -72,23 +143,30 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
   }
 }
 
-model_spec load_preset(const std::string& name, const std::string& dir) {
-  bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+bool is_preset_name(const std::string& name) {
+  if (name.empty() || name.size() > max_preset_name || !std::isalnum(static_cast<unsigned char>(name[0])))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
-  fs::path p = fs::path(dir) / (name + ".json");
-  if (!plain || !fs::exists(p)) {
+}
+
+model_spec load_preset(const std::string& name, const std::string& dir) {
+  // A name that cannot be a preset is not looked up at all: no path is built from it, so '/', '..', a
+  // name longer than a file name may be and odd characters all end as "unknown preset".
+  std::error_code ec;
+  const fs::path p = fs::path(dir) / (name + ".json");
+  if (!is_preset_name(name) || !fs::exists(p, ec) || ec) {
     std::string known;
     for (const auto& n : list_presets(dir)) known += (known.empty() ? "" : ", ") + n;
-    throw bad_input("preset", "unknown preset '" + name +
-                                  "' (known: " + (known.empty() ? "none in " + dir : known) + ")");
+    throw bad_input("preset", "unknown preset '" + shown_name(name) + "' (known: " +
+                                  (known.empty() ? "none in " + shown_name(dir) : known) + ")");
   }
-  auto m = model_from_json(read_json_file(p.string()), name);
-  return m;
+  return model_from_json(read_json_file(p.string()), name);
 }
 
 model_spec load_model_file(const std::string& path) {
-  return model_from_json(read_json_file(path), fs::path(path).filename().string());
+  return model_from_json(read_json_file(path), shown_name(fs::path(path).filename().string()));
 }
 
 namespace {
@@ -129,7 +207,9 @@ void read_llama_like(const nlohmann::json& c, const std::string& origin, const s
   m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
   m.heads = int_field(c, "num_attention_heads", origin, 1, big);
   m.kv_heads = opt_int_field(c, "num_key_value_heads", origin, 1, big).value_or(m.heads);
-  m.head_dim = opt_int_field(c, "head_dim", origin, 1, big).value_or(m.hidden / m.heads);
+  const auto head_dim = opt_int_field(c, "head_dim", origin, 1, big);
+  m.head_dim_stated = head_dim.has_value();
+  m.head_dim = head_dim.value_or(m.hidden / m.heads);
   m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
   m.vocab = int_field(c, "vocab_size", origin, 1, big);
   m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(4096);
@@ -269,7 +349,7 @@ model_spec model_from_hf_config(const nlohmann::json& c, const std::string& orig
 }
 
 model_spec load_hf_config(const std::string& path) {
-  return model_from_hf_config(read_json_file(path), fs::path(path).filename().string());
+  return model_from_hf_config(read_json_file(path), shown_name(fs::path(path).filename().string()));
 }
 
 }  // namespace headroom

@@ -31,7 +31,7 @@ const char* to_string(position_kind k) {
 
 // Limits that no real model reaches; beyond them a number is a typo, and products could leave int64.
 namespace {
-constexpr std::int64_t max_layers = 100'000;
+constexpr std::int64_t max_layers = 10'000;  // the search tries every pp up to it: bounded cost (README, limits)
 constexpr std::int64_t max_width = 10'000'000;  // hidden, ffn, head_dim
 constexpr std::int64_t max_heads = 1'000'000;
 constexpr std::int64_t max_vocab = 100'000'000;
@@ -54,6 +54,10 @@ void validate(const model_spec& m) {
   positive(m.vocab, max_vocab, "vocab");
   positive(m.seq, max_seq, "seq");
   positive(m.max_positions, max_seq, "max_positions");
+  // A derived head_dim is hidden / heads: heads must divide hidden, or the attention widths are a guess.
+  if (!m.head_dim_stated && (m.hidden % m.heads != 0 || m.head_dim != m.hidden / m.heads))
+    throw bad_input("model.heads", "must divide hidden (" + std::to_string(m.hidden) + "), got " +
+                                       std::to_string(m.heads) + " heads (state head_dim if intended)");
   if (m.heads % m.kv_heads != 0)
     throw bad_input("model.kv_heads",
                     "must divide heads (" + std::to_string(m.heads) + "), got " + std::to_string(m.kv_heads));
@@ -115,10 +119,9 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.hidden = int_field(j, "hidden", origin, 1, max_width);
   m.heads = int_field(j, "heads", origin, 1, max_heads);
   m.kv_heads = opt_int_field(j, "kv_heads", origin, 1, max_heads).value_or(m.heads);
-  if (m.hidden % m.heads != 0 && !j.contains("head_dim"))
-    throw bad_input(origin + ".heads",
-                    "must divide hidden (" + std::to_string(m.hidden) + ") unless head_dim is given");
-  m.head_dim = opt_int_field(j, "head_dim", origin, 1, max_width).value_or(m.hidden / m.heads);
+  const auto head_dim = opt_int_field(j, "head_dim", origin, 1, max_width);
+  m.head_dim_stated = head_dim.has_value();
+  m.head_dim = head_dim.value_or(m.hidden / m.heads);
   m.ffn_hidden = opt_int_field(j, "ffn_hidden", origin, 1, max_width).value_or(4 * m.hidden);
   m.vocab = int_field(j, "vocab", origin, 1, max_vocab);
   m.seq = opt_int_field(j, "seq", origin, 1, max_seq).value_or(2048);

@@ -21,6 +21,8 @@ struct model_spec {
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;  // grouped-query attention; == heads for multi-head attention
   std::int64_t head_dim = 0;  // usually hidden / heads
+  bool head_dim_stated =
+      false;  // the source states head_dim; else it is hidden / heads and heads divide hidden
   std::int64_t ffn_hidden = 0;
   std::int64_t vocab = 0;
   std::int64_t seq = 2048;            // default training sequence length
@@ -52,7 +54,9 @@ struct param_counts {
 // no separate embedding), because a stated total carries no placement. Throws bad_input on overflow.
 param_counts count_params(const model_spec& m);
 
-// Throws bad_input naming the first field that is missing, non-positive, absurd or inconsistent.
+// Throws bad_input naming the first field that is missing, non-positive, absurd or inconsistent. The one
+// validation of a model, whatever it came from (a preset, a model file, a HuggingFace config, a pack row):
+// every reader ends with it, and estimate() runs it again on what it is given.
 void validate(const model_spec& m);
 
 // Reads the preset / model-file format (docs/model.md, "Model files"). Throws bad_input.

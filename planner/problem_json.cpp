@@ -150,7 +150,7 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   l.sequence_parallel = opt_bool_field(j, "sequence_parallel", origin).value_or(l.sequence_parallel);
   l.offload_optimizer = opt_bool_field(j, "offload_optimizer", origin).value_or(l.offload_optimizer);
   l.zero3_inflight_units = static_cast<int>(
-      opt_int_field(j, "zero3_inflight_units", origin, 0, 1000).value_or(l.zero3_inflight_units));
+      opt_int_field(j, "zero3_inflight_units", origin, 1, 1000).value_or(l.zero3_inflight_units));
   l.zero3_live_params =
       opt_int_field(j, "zero3_live_params", origin, 0, INT64_MAX / 4).value_or(l.zero3_live_params);
   l.reshard_after_forward =

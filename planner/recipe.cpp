@@ -180,13 +180,18 @@ nlohmann::json recipe_to_json(const recipe& r) {
 recipe load_recipe(const std::string& name_or_path) {
   recipe r = builtin(name_or_path);
   if (!r.buffers.empty()) return r;
-  if (std::filesystem::exists(name_or_path))
+  // Not built in: a file, if something is there. The error_code form, so a name no file can have (too
+  // long, a NUL-free oddity) is "unknown", never a filesystem exception; what is there is read as every
+  // input is (a directory or a FIFO is refused by read_json_file).
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(name_or_path, ec);
+  if (!name_or_path.empty() && !ec && std::filesystem::exists(st))
     return recipe_from_json(read_json_file(name_or_path),
-                            std::filesystem::path(name_or_path).filename().string());
+                            shown_name(std::filesystem::path(name_or_path).filename().string()));
   std::string known;
   for (const auto& n : builtin_recipes()) known += (known.empty() ? "" : ", ") + n;
-  throw bad_input("recipe",
-                  "unknown recipe '" + name_or_path + "' (built in: " + known + "; or a JSON file)");
+  throw bad_input("recipe", "unknown recipe '" + shown_name(name_or_path) + "' (built in: " + known +
+                                "; or a JSON file)");
 }
 
 }  // namespace headroom

@@ -16,17 +16,16 @@ std::vector<std::int64_t> fixed_or(const std::optional<T>& fixed, std::vector<st
 }  // namespace
 
 std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
-  // tp: 1 .. GPUs per node (a fixed one is validated even beyond it, so its own error is the one
+  // tp: 1 .. GPUs per node (a fixed value is used as given, even beyond it, so its own error is the one
   // reported). cp: searched only where the sequence is long (>= 16k), in powers of two that leave at least
   // 4k tokens per rank. Micro-batch: powers of two up to 16 (the global batch fixed). pp: every count the
   // split allows, up to the layers (+2 for a counted embedding and loss). vpp: 1 .. 8. ZeRO 0-3 and the
   // three recompute modes.
   std::vector<std::int64_t> tps, cps{1}, pps, vpps, recomputes;
-  for (int t = 1; t <= std::max(p.device.gpus_per_node, a.tp.value_or(0)); ++t) tps.push_back(t);
+  for (int t = 1; t <= p.device.gpus_per_node; ++t) tps.push_back(t);
   for (int c = 2; c <= 64; c *= 2)
     if (p.training.seq >= 16384 && p.training.seq / c >= 4096) cps.push_back(c);
-  for (std::int64_t q = 1; q <= std::max<std::int64_t>(p.model.layers + 2, a.pp.value_or(0)); ++q)
-    pps.push_back(q);
+  for (std::int64_t q = 1; q <= p.model.layers + 2; ++q) pps.push_back(q);
   for (int v = 1; v <= 8; ++v) vpps.push_back(v);
   for (const auto& r : recompute_names) recomputes.push_back(static_cast<std::int64_t>(r.value));
   return {
@@ -52,10 +51,6 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
        .fixed = a.micro_batch.has_value(),
        .level = axis_level::ledger,
        .set = [](search_point& x, std::int64_t v) { x.micro_batch = v; },
-       .searched_rule =
-           [](const problem& q, const layout& l) {
-             return q.training.micro_batch == 1 || micro_batch_divides(q, l);
-           },
        .monotone = true},
       {.name = "pp",
        .values = fixed_or(a.pp, pps),
@@ -69,7 +64,9 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
        .set = [](search_point& x, std::int64_t v) { x.where.vpp = static_cast<int>(v); },
        .applies = [](const layout& l) { return l.pp > 1; }},
       {.name = "zero",
-       .values = fixed_or(a.zero, {0, 1, 2, 3}),
+       // ZeRO-Offload moves the sharded optimizer state: with it, ZeRO 1 at the least (layout_error's rule).
+       .values = fixed_or(a.zero, a.offload_optimizer ? std::vector<std::int64_t>{1, 2, 3}
+                                                      : std::vector<std::int64_t>{0, 1, 2, 3}),
        .fixed = a.zero.has_value(),
        .level = axis_level::state,
        .set = [](search_point& x, std::int64_t v) { x.where.zero = static_cast<int>(v); },

@@ -54,8 +54,8 @@ struct search_axis {
   // Whether the axis means anything for a layout (nullptr: always). Where it does not, a searched axis is
   // tried at its first value only: sp without tp, vpp without a pipeline, ZeRO without sharding.
   bool (*applies)(const layout&) = nullptr;
-  // A rule a searched value must meet beyond layout_error and schedule_error (nullptr: none): Megatron's
-  // micro-batch divisibility. A value the user fixed is taken as given, as `plan` takes it.
+  // A rule a searched value must meet beyond layout_error and schedule_error (nullptr: none). A value the
+  // user fixed is taken as given, as `plan` takes it.
   bool (*searched_rule)(const problem&, const layout&) = nullptr;
   // Memory never falls as the value grows, so a layout fits at some value only if it fits at the first:
   // any_fits() tries the first alone.

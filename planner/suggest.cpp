@@ -25,6 +25,12 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
     : m_problem(p), m_axes(axes), m_costs(costs) {
   validate(p.model);
   validate(p.training, p.device);
+  layout settings;  // the sharding settings the search does not vary, with the ZeRO stage if fixed
+  settings.zero = axes.zero.value_or(axes.offload_optimizer ? 1 : 0);
+  settings.offload_optimizer = axes.offload_optimizer;
+  settings.zero3_inflight_units = axes.zero3_inflight_units;
+  settings.zero3_live_params = axes.zero3_live_params;
+  if (auto e = sharding_error(settings)) throw *e;
   m_params = count_params(p.model);
   check_state_fits_in_int64(p, m_params);
   m_space = search_space(p, axes);
@@ -149,7 +155,7 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
       m_pipeline.apply(q.combo, x);
       if (!m_ledger.rules_hold(p, l) || !m_pipeline.rules_hold(p, l)) continue;
       const std::int64_t M = microbatches_per_step(p, l);
-      if (!schedule_runs(l, M)) continue;                 // schedule_error()'s rule
+      if (!batch_splits(p, l) || !schedule_runs(l, M)) continue;  // schedule_error()'s rules
       const bool exact = !middle_stages_dominated(p, l);  // an explicit split: every stage, the slow path
       // The pieces that depend on neither the state nor the activation level, for the first and the last
       // stage.

@@ -66,8 +66,8 @@ class layout_search {
   const search_axes& axes() const { return m_axes; }
   // Returns the axes searched, with their values: the search space as data (for --explain and JSON).
   // Every layout evaluated passes layout_error() and schedule_error() (a vpp > 1 needs pp > 1, each
-  // stage's layers divisible by vpp and the micro-batches per step divisible by pp); a searched
-  // micro-batch b > 1 also needs b * dp to divide the global batch (micro_batch_divides()).
+  // stage's layers divisible by vpp and the micro-batches per step divisible by pp; the global batch
+  // splits into micro-batches over dp: batch_splits()).
   const std::vector<search_axis>& space() const { return m_space; }
   // Returns whether the micro-batch is searched (not fixed by the user).
   bool micro_batch_searched() const { return !m_axes.micro_batch.has_value(); }

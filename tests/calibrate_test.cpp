@@ -246,5 +246,24 @@ TEST(Report, IsSelfContainedAndWellFormed) {
   EXPECT_GT(std::filesystem::file_size(shot), 10000u);  // a blank 1200x900 PNG compresses far below this
 }
 
+// Every string from a record or a calibration is escaped in the report: markup is shown, never run, in
+// text and attribute values alike.
+TEST(Report, EscapesEveryStringFromARecord) {
+  auto recs = planted_set(gib, 0.1, 100);
+  recs[0].origin = "<script>alert('x')</script>.json";
+  recs[1].origin = "a\" onload='y'.json";
+  calibration cal = fit(recs);
+  cal.margin_rule = "<img src=x onerror='z'>";
+  cal.terms[0].why = "<b>bold</b> & 'quoted'";
+  const std::string html = html_report(recs, cal, "<title>'t'");
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_EQ(html.find("'x'"), std::string::npos);
+  EXPECT_EQ(html.find("onload='y'"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;.json"), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;bold&lt;/b&gt; &amp; &#39;quoted&#39;"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace headroom::calibrate

@@ -70,10 +70,10 @@ TEST(Estimate, OneFOneBFirstStageHoldsPpMicroBatches) {
   for (int k = 0; k < 8; ++k) EXPECT_EQ(b.stages[k].layer_activations, 12 * (8 - k)) << "stage " << k;
   EXPECT_EQ(b.worst, 0);
   // Fewer micro-batches per step than stages: only M are ever in flight.
-  p.training.global_batch = 3;
+  p.training.global_batch = 24;
   auto few = estimate(p, make_layout(64, 1, recompute_mode::selective, 1, 8));
-  EXPECT_EQ(few.basis.microbatches, 1);  // ceil(3 / 8)
-  EXPECT_EQ(few.stages[0].layer_activations, 12);
+  EXPECT_EQ(few.basis.microbatches, 3);               // 24 / dp 8
+  EXPECT_EQ(few.stages[0].layer_activations, 3 * 12);  // 3 micro-batches of 12 layers, not pp = 8
 }
 
 TEST(Estimate, InterleavingMultipliesTheFirstStage) {

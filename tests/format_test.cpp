@@ -1,4 +1,4 @@
-// format_test.cpp: the number formats of docs/reference-case.md.
+// format_test.cpp: the number formats of docs/reference-case.md, and the sanitiser for printed strings.
 #include "planner/format.hpp"
 
 #include <gtest/gtest.h>
@@ -29,6 +29,46 @@ TEST(Format, TableCellsAndMiB) {
   EXPECT_EQ(mib_str(1056 * mib, 0), "1056");
   EXPECT_EQ(mib_str(mib / 2), "0.5");
   EXPECT_EQ(to_mib(3 * mib), 3.0);
+}
+
+// Strings from files reach terminals: no control character, no forged line, no unbounded line.
+TEST(Format, PrintableEscapesControlCharacters) {
+  EXPECT_EQ(printable("H100 80GB HBM3"), "H100 80GB HBM3");
+  EXPECT_EQ(printable("a\nheadroom: fits"), "a\\nheadroom: fits");  // a forged second line stays on the first
+  EXPECT_EQ(printable(std::string("a\x1b[2Jb")), "a\\x1b[2Jb");
+  EXPECT_EQ(printable(std::string("n\0ul", 4)), "n\\x00ul");
+  EXPECT_EQ(printable("tab\there\r\x7f"), "tab\\there\\r\\x7f");
+  // UTF-8 stays; C1 controls (CSI as U+009B), bidi overrides and bytes that are not UTF-8 are escaped.
+  EXPECT_EQ(printable("Gr\xc3\xb6\xc3\x9f"
+                      "e"),
+            "Gr\xc3\xb6\xc3\x9f"
+            "e");
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "2Jb"),
+            "a\\u009b2Jb");
+  EXPECT_EQ(printable("x\xe2\x80\xaey"), "x\\u202ey");
+  EXPECT_EQ(printable("bad\xff\xc3"), "bad\\xff\\xc3");
+  EXPECT_EQ(printable("over\xc0\xafl"), "over\\xc0\\xafl");  // an overlong '/'
+  // Idempotent: what was escaped once prints the same again.
+  const std::string once = printable("a\n\x1b");
+  EXPECT_EQ(printable(once), once);
+}
+
+TEST(Format, PrintableCutsTheMiddle) {
+  const std::string long_name = std::string(5029, 'g') + ".json";
+  const std::string p = printable(long_name, 40);
+  EXPECT_EQ(p.size(), 40u);
+  EXPECT_EQ(p, std::string(19, 'g') + "..." + std::string(13, 'g') + ".json");
+  EXPECT_EQ(printable(long_name).size(), printable_max);
+  EXPECT_EQ(printable(std::string(printable_max, 'x')), std::string(printable_max, 'x'));
+  // Escapes count at their printed width, and a cut never splits one or a UTF-8 character.
+  const std::string esc = printable(std::string(100, '\x1b'), 20);
+  EXPECT_LE(esc.size(), 20u);
+  EXPECT_EQ(esc, "\\x1b\\x1b...\\x1b\\x1b");
+  std::string umlauts;
+  for (int i = 0; i < 50; ++i) umlauts += "\xc3\xbc";
+  const std::string u = printable(umlauts, 11);
+  EXPECT_EQ(u, "\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc...\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc");
 }
 
 }  // namespace

@@ -104,12 +104,19 @@ TEST(Layout, ScheduleErrorIsTheInterleavingRule) {
   l.vpp = 1;  // 1F1B runs any count
   EXPECT_FALSE(schedule_error(p, l));
   EXPECT_EQ(microbatches_per_step(p, l), 6);
-  p.training.micro_batch = 5;  // ceil(24 / 20): the seed's convention, not Megatron's rule
-  EXPECT_EQ(microbatches_per_step(p, l), 2);
-  EXPECT_FALSE(micro_batch_divides(p, l));
+  p.training.micro_batch = 5;  // 5 x dp 4 = 20 does not divide 24: Megatron-LM refuses it
+  EXPECT_FALSE(batch_splits(p, l));
+  EXPECT_EQ(field_of(p, l), "global-batch");
+  p.training.micro_batch = 3;  // 3 x 4 = 12 divides 24
+  EXPECT_TRUE(batch_splits(p, l));
   EXPECT_FALSE(schedule_error(p, l));
-  p.training.micro_batch = 3;
-  EXPECT_TRUE(micro_batch_divides(p, l));
+  p.training.micro_batch = 1;
+  p.training.global_batch = 3;  // dp 4 > 3: a rank would get no sample
+  EXPECT_FALSE(batch_splits(p, l));
+  EXPECT_EQ(field_of(p, l), "global-batch");
+  p.training.global_batch = 6;  // micro-batch 1: ceil(6 / 4) = 2 micro-batches, the reference convention
+  EXPECT_TRUE(batch_splits(p, l));
+  EXPECT_EQ(microbatches_per_step(p, l), 2);
 }
 
 TEST(Layout, Names) {

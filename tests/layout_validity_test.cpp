@@ -125,7 +125,9 @@ TEST(LayoutValidity, EverySearchedLayoutIsOnePlanAndTraceAccept) {
                 l.vpp = vpp;
                 l.sequence_parallel = sp;
                 if (layout_error(q, l) || schedule_error(q, l)) continue;
-                if (mb > 1 && !micro_batch_divides(q, l)) continue;
+                // schedule_error's batch rule, restated: mb x dp at most G, and dividing it when mb > 1.
+                const std::int64_t round = mb * l.dp();
+                if (round > g || (mb > 1 && g % round != 0)) ADD_FAILURE() << "batch rule not applied";
                 expected.insert({tp, pp, vpp, l.sp(), mb});
               }
       EXPECT_EQ(searched, expected) << "G=" << g << " N=" << gpus;

@@ -2,8 +2,12 @@
 #include "planner/model_files.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -96,6 +100,100 @@ TEST(HuggingFace, MissingFieldAndUnknownTypeNameTheProblem) {
   EXPECT_NE(
       error_of([] { model_from_hf_config(nlohmann::json::object(), "config.json"); }).find("model_type"),
       std::string::npos);
+}
+
+// Every reader opens through read_regular_file: a FIFO is refused at once (not waited on), a device or a
+// directory is refused, the size cap holds, and a name too long is bad input, not a filesystem exception.
+TEST(ReadRegularFile, RefusesWhatIsNotARegularFile) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("rrf_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "f.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { read_regular_file(fifo, 1024, "a test input"); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_json_file(fifo); }).find("not a regular file"), std::string::npos);
+  EXPECT_NE(error_of([] { read_regular_file("/dev/zero", 1024, "a test input"); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_regular_file(dir.string(), 1024, "a test input"); }).find("is a directory"),
+            std::string::npos);
+  const std::string file = (dir / "ten.txt").string();
+  std::ofstream(file) << "0123456789";
+  EXPECT_EQ(read_regular_file(file, 10, "a test input"), "0123456789");
+  EXPECT_NE(error_of([&] { read_regular_file(file, 9, "a test input"); }).find("a test input may be"),
+            std::string::npos);
+  const std::string long_name(5000, 'x');
+  const std::string msg = error_of([&] { read_regular_file(long_name, 10, "a test input"); });
+  EXPECT_NE(msg.find("file name too long"), std::string::npos) << msg;
+  EXPECT_LT(msg.size(), 200u) << "the name is shown cut, not whole";
+  EXPECT_NE(error_of([&] { read_regular_file((dir / "none").string(), 10, "x"); }).find("missing"),
+            std::string::npos);
+  EXPECT_EQ(shown_name("a\nb"), "a?b");
+  EXPECT_EQ(shown_name(std::string(200, 'y')).size(), 93u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Presets, NamesThatCannotBePresetsAreUnknown) {
+  for (const std::string& name :
+       {std::string(300, 'q'), std::string(100000, 'p'), std::string(".."), std::string("."),
+        std::string(".hidden"), std::string("a/b"), std::string("a b"), std::string("-x"),
+        std::string("gpt3-175b\n"), std::string("")}) {
+    const auto msg = error_of([&] { load_preset(name, preset_dir()); });
+    EXPECT_NE(msg.find("unknown preset"), std::string::npos) << msg;
+    EXPECT_LT(msg.size(), 2000u);
+    EXPECT_FALSE(is_preset_name(name));
+  }
+  EXPECT_TRUE(is_preset_name("gpt3-1.3b"));
+  EXPECT_TRUE(is_preset_name(std::string(64, 'a')));
+  EXPECT_FALSE(is_preset_name(std::string(65, 'a')));
+}
+
+// One validation of a model: a derived head_dim (hidden / heads) needs heads to divide hidden, in every
+// family's config as in a model file; a config that states head_dim is taken as it says.
+TEST(HuggingFace, HeadsMustDivideHiddenUnlessHeadDimIsStated) {
+  const nlohmann::json configs[] = {
+      {{"model_type", "gpt2"},
+       {"n_embd", 100},
+       {"n_head", 3},
+       {"n_layer", 2},
+       {"vocab_size", 1000},
+       {"n_positions", 1024}},
+      {{"model_type", "llama"},
+       {"hidden_size", 100},
+       {"num_attention_heads", 3},
+       {"num_hidden_layers", 2},
+       {"intermediate_size", 256},
+       {"vocab_size", 1000}},
+      {{"model_type", "gpt_neox"},
+       {"hidden_size", 100},
+       {"num_attention_heads", 3},
+       {"num_hidden_layers", 2},
+       {"intermediate_size", 256},
+       {"vocab_size", 1000}},
+      {{"model_type", "bloom"}, {"hidden_size", 100}, {"n_head", 3}, {"n_layer", 2}, {"vocab_size", 1000}},
+      {{"model_type", "opt"},
+       {"hidden_size", 100},
+       {"num_attention_heads", 3},
+       {"num_hidden_layers", 2},
+       {"ffn_dim", 256},
+       {"vocab_size", 1000},
+       {"max_position_embeddings", 1024}},
+      {{"model_type", "falcon"},
+       {"hidden_size", 100},
+       {"num_attention_heads", 3},
+       {"num_hidden_layers", 2},
+       {"vocab_size", 1000}},
+  };
+  for (const auto& c : configs) {
+    const auto msg = error_of([&] { model_from_hf_config(c, "config.json"); });
+    EXPECT_NE(msg.find("model.heads: must divide hidden (100), got 3"), std::string::npos)
+        << c["model_type"] << ": " << msg;
+  }
+  auto stated = configs[1];
+  stated["head_dim"] = 32;
+  const auto m = model_from_hf_config(stated, "config.json");
+  EXPECT_EQ(m.head_dim, 32);
+  EXPECT_TRUE(m.head_dim_stated);
 }
 
 }  // namespace

@@ -67,5 +67,26 @@ TEST(ModelSpec, OverflowIsBadInput) {
   EXPECT_THROW(model_from_json(j, "x"), bad_input);
 }
 
+// The one validation: a head_dim derived from hidden / heads needs heads to divide hidden, whoever built
+// the model; a stated head_dim (Gemma's hidden 3072 = 16 heads x 192, head_dim 256) stands.
+TEST(ModelSpec, DerivedHeadDimNeedsHeadsToDivideHidden) {
+  auto m = load_preset("gpt3-175b", preset_dir());
+  EXPECT_NO_THROW(validate(m));
+  m.hidden = 12290;  // 96 heads do not divide it
+  try {
+    validate(m);
+    FAIL() << "accepted hidden 12290 over 96 heads";
+  } catch (const bad_input& e) {
+    EXPECT_EQ(e.field(), "model.heads");
+  }
+  m.head_dim_stated = true;
+  EXPECT_NO_THROW(validate(m));
+  const nlohmann::json file = {{"layers", 2}, {"hidden", 100}, {"heads", 3}, {"vocab", 1000}};
+  EXPECT_THROW(model_from_json(file, "odd.json"), bad_input);
+  auto with_dim = file;
+  with_dim["head_dim"] = 32;
+  EXPECT_EQ(model_from_json(with_dim, "odd.json").head_dim, 32);
+}
+
 }  // namespace
 }  // namespace headroom

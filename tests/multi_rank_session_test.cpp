@@ -15,8 +15,8 @@
 #include "planner/rank_grid.hpp"
 #include "probes/ranks/nccl_groups.hpp"
 #include "probes/ranks/session.hpp"
-#include "test_support.hpp"
 #include "probes/records/schema.hpp"
+#include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -95,7 +95,12 @@ class fake_host final : public rank_host {
  public:
   fake_host(problem p, layout l, int rank) : m_p(std::move(p)), m_l(l), m_rank(rank) {}
   std::pair<problem, layout> form_case() override { return {m_p, m_l}; }
+  void check_outputs(const layout& l) override {
+    outputs_checked_for = l.gpus;
+    if (refuse_outputs) throw bad_input("output", *refuse_outputs);
+  }
   void open_device(problem&, const layout&, int) override {
+    opened = true;
     if (fail_open) throw bad_input("device", *fail_open);
   }
   std::optional<std::string> nccl_unique_id(std::string&) override {
@@ -120,6 +125,7 @@ class fake_host final : public rank_host {
                             const stage_breakdown& predicted,
                             const std::vector<nccl_group_memory>&) override {
     replayed_stage = t.stage;
+    if (fail_replay) throw std::runtime_error(*fail_replay);
     stage_replay r;
     r.record = {{"replayed",
                  {{"peak_requested_bytes", predicted.step_peak},
@@ -131,7 +137,9 @@ class fake_host final : public rank_host {
   }
   void close_device() override { closed = true; }
 
-  std::optional<std::string> fail_open;
+  std::optional<std::string> fail_open, refuse_outputs, fail_replay;
+  int outputs_checked_for = 0;  // the layout's ranks rank 0 checked its outputs for (0: not asked)
+  bool opened = false;
   std::vector<nccl_group_spec> joined;
   int replayed_stage = -1;
   bool closed = false;
@@ -294,6 +302,163 @@ TEST(MultiRankSession, RankZeroWithoutACaseAnswersForEveryRank) {
   EXPECT_EQ(r0.exit_status, rank_exit::bad_input);
   EXPECT_EQ(r0.line, "bad input: ranks: the layout has 8 GPUs, the launcher started 4 ranks");
   EXPECT_EQ(w.results[1].how, session_result::ending::done);
+}
+
+TEST(MultiRankSession, RefusedOutputsStopEveryRankBeforeItsDevice) {
+  // Rank 0 cannot write its outputs (a directory in the way of a rank's record): no rank opens its device,
+  // joins NCCL or replays, and rank 0's line answers for all.
+  tp2_pp2 c;
+  session_options o;
+  o.nccl = true;
+  o.timeout = 10s;
+  const world_run w = run_world(c.p, c.l, 4, 4, o, [](int r, fake_host& h) {
+    if (r == 0)
+      h.refuse_outputs = "'out.rank0.json' exists and is not a regular file; refusing to replace it";
+  });
+  EXPECT_EQ(w.hosts[0]->outputs_checked_for, 4);
+  for (int r = 0; r < 4; ++r) {
+    const auto& h = *w.hosts[static_cast<std::size_t>(r)];
+    EXPECT_FALSE(h.opened) << r;
+    EXPECT_TRUE(h.joined.empty()) << r;
+    EXPECT_EQ(h.replayed_stage, -1) << r;
+    if (r > 0) {
+      EXPECT_EQ(h.outputs_checked_for, 0) << r;  // rank 0's files, rank 0's check
+    }
+  }
+  const session_result& r0 = w.results[0];
+  ASSERT_EQ(r0.how, session_result::ending::no_case);
+  EXPECT_EQ(r0.exit_status, rank_exit::bad_input);
+  EXPECT_EQ(r0.line,
+            "bad input: output: 'out.rank0.json' exists and is not a regular file; refusing to replace it");
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(w.results[static_cast<std::size_t>(r)].how, session_result::ending::done);
+}
+
+TEST(MultiRankSession, RankZeroWithoutACaseStopsEveryRankBeforeItsDevice) {
+  tp2_pp2 c;
+  c.l.gpus = 8;  // every rank forms the same wrong case; rank 0's line answers
+  session_options o;
+  o.timeout = 10s;
+  const world_run w = run_world(c.p, c.l, 4, 4, o);
+  for (const auto& h : w.hosts) EXPECT_FALSE(h->opened);
+  EXPECT_EQ(w.hosts[0]->outputs_checked_for, 0);  // no case, no outputs to check
+}
+
+TEST(MultiRankSession, AWorldThatIsNotTheLaunchersIsRefused) {
+  tp2_pp2 c;
+  session_options o;
+  o.timeout = 1s;
+  fake_host h(c.p, c.l, 0);
+  // The variables claim 4 ranks; the transport reached a world of one (MPI without mpirun).
+  auto solo = open_solo_transport();
+  try {
+    run_rank_session(*solo, {0, 4, 0, "test", "solo"}, o, h);
+    ADD_FAILURE() << "a world of one ran as rank 0 of 4";
+  } catch (const bad_input& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ranks: the launcher's variables claim a world of 4 ranks (world size=4) but MPI's world has 1 "
+              "(was this process started by the launcher?)");
+  }
+  // The right size, another rank.
+  thread_world world(4);
+  thread_world::transport tr(world, 2);
+  EXPECT_THROW(run_rank_session(tr, {1, 4, 1, "test", "n"}, o, h), bad_input);
+  EXPECT_FALSE(h.opened);
+}
+
+// Runs agree_on_world on ranks [0, running) of a world of `size`, rank r claiming `claimed(r)` with `check`.
+std::vector<world_verdict> agree(int size, int running, const std::function<launch_info(int)>& claimed,
+                                 const std::function<void(int)>& check, std::chrono::milliseconds timeout) {
+  thread_world world(size);
+  std::vector<world_verdict> out(static_cast<std::size_t>(running));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < running; ++r)
+    threads.emplace_back([&, r] {
+      thread_world::transport tr(world, r);
+      out[static_cast<std::size_t>(r)] = agree_on_world(
+          tr, claimed(r), [&] { check(r); }, timeout);
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(MultiRankSession, RanksAgreeOnTheWorldAndExactlyOneSaysWhyNot) {
+  auto honest = [](int r) { return launch_info{r, 3, r, "test", "n"}; };
+  auto nothing = [](int) {};
+  for (const auto& v : agree(3, 3, honest, nothing, 10s)) {
+    EXPECT_TRUE(v.ok);
+    EXPECT_FALSE(v.speak);
+  }
+  // Rank 1's variables were set by hand to say rank 0: rank 1 alone finds it, and rank 1 says it.
+  auto liar = [](int r) {
+    launch_info li{r == 1 ? 0 : r, 3, 0, "test", "n"};
+    li.rank_variable = "OMPI_COMM_WORLD_RANK";
+    return li;
+  };
+  const auto v = agree(3, 3, liar, nothing, 10s);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(v[static_cast<std::size_t>(r)].ok) << r;
+    EXPECT_EQ(v[static_cast<std::size_t>(r)].speak, r == 1) << r;
+  }
+  EXPECT_EQ(
+      v[1].line,
+      "bad input: ranks: the launcher's variables say rank 0 (OMPI_COMM_WORLD_RANK) but MPI says rank 1");
+  EXPECT_EQ(v[0].line, "");
+  // Every rank refuses the options: rank 0, the lowest, speaks for all.
+  const auto o = agree(
+      3, 3, honest, [](int) { throw bad_input("rank-timeout", "must be between 0 and 86400 seconds"); }, 10s);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(o[static_cast<std::size_t>(r)].ok);
+    EXPECT_EQ(o[static_cast<std::size_t>(r)].speak, r == 0) << r;
+  }
+  EXPECT_EQ(o[0].line, "bad input: rank-timeout: must be between 0 and 86400 seconds");
+  // Rank 2 never comes: each decides alone, the failed rank speaks for itself.
+  const auto t = agree(
+      3, 2, honest,
+      [](int r) {
+        if (r == 1) throw bad_input("x", "no");
+      },
+      200ms);
+  EXPECT_TRUE(t[0].ok);
+  EXPECT_FALSE(t[0].speak);
+  EXPECT_FALSE(t[1].ok);
+  EXPECT_TRUE(t[1].speak);
+}
+
+TEST(MultiRankSession, AnUnexpectedFailureIsTheRanksOutcomeNotAHang) {
+  // A rank whose replay throws something unforeseen still reaches the gather: rank 0 summarises at once
+  // (a 10 s deadline it never needs) and names it.
+  tp2_pp2 c;
+  session_options o;
+  o.timeout = 10s;
+  const auto started = std::chrono::steady_clock::now();
+  const world_run w = run_world(c.p, c.l, 4, 4, o, [](int r, fake_host& h) {
+    if (r == 1) h.fail_replay = "vector::_M_range_check";
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  const session_result& r0 = w.results[0];
+  ASSERT_EQ(r0.how, session_result::ending::summarised);
+  EXPECT_TRUE(r0.summary.missing.empty());
+  EXPECT_EQ(r0.summary.failed, std::vector<int>{1});
+  EXPECT_EQ(r0.summary.rows[1].error, "internal error: vector::_M_range_check");
+  EXPECT_EQ(r0.exit_status, rank_exit::internal);
+}
+
+TEST(MultiRankSession, RankFilesSkipAGarbledMessageAndTakeAnyBytes) {
+  tp2_pp2 c;
+  session_options o;
+  o.timeout = 10s;
+  world_run w = run_world(c.p, c.l, 4, 4, o);
+  session_result& r0 = w.results[0];
+  ASSERT_EQ(r0.how, session_result::ending::summarised);
+  r0.messages[2] = std::string("{not json");
+  const launch_info li0{0, 4, 0, "test", "node0"};
+  std::vector<std::pair<std::string, std::string>> files;
+  // A path's bytes that are not UTF-8 in the inputs: written, not a failed dump after every rank's work.
+  ASSERT_NO_THROW(files = session_files(r0, li0, "o.json", {{"json", "\xff.json"}}, {}));
+  ASSERT_EQ(files.size(), 4u);  // the summary and ranks 0, 1, 3
+  EXPECT_EQ(files[3].first, "o.rank3.json");
+  EXPECT_EQ(nlohmann::json::parse(files[0].second)["inputs"]["json"], "\xEF\xBF\xBD.json");
 }
 
 TEST(MultiRankSession, AWorldOfOneJoinsItsDataParallelGroup) {

@@ -4,8 +4,11 @@
 # are Megatron's order (tp fastest, then cp, dp, pp); each rank's predicted figures are the planner's for
 # its stage (`headroom plan --json`, an independent path); the replayed peaks are ordered (requested <=
 # allocated <= reserved) and a rank's requested peak equals its stage's step peak (the sim replays the
-# planner's ledger); the worst rank is a rank of the planner's worst stage. Then a rank that hangs: the run
-# ends after --rank-timeout with the others' records and names the missing rank.
+# planner's ledger); the worst rank is a rank of the planner's worst stage; stdout names the files written.
+# Then refusals, each exit 2 with exactly one "headroom:" line and no file: a directory in the way of a
+# rank's record, launcher variables that disagree with MPI's world, an option a multi-rank probe refuses.
+# Then a rank that hangs: the run ends after --rank-timeout with the others' records and names the
+# missing rank.
 # Usage: multi_rank_test.sh HEADROOM NP
 set -euo pipefail
 headroom=$1
@@ -60,6 +63,47 @@ assert stages[summary["ranks"][w]["stage"]]["step_peak_bytes"] == worst_peak
 assert summary["worst_rank_agrees_with_planner"] is True
 print("multi-rank sim: %d ranks, coordinates, per-stage predictions and the worst rank check out" % np)
 PY
+last="r.rank$((np - 1)).json"
+grep -qF "rank records to $work/run.rank0.json ... $work/run${last#r} ($np of $np ranks)" "$work/table.txt" ||
+  { echo "the files written are not named"; exit 1; }
+
+# Refusals under a real launcher: exit 2, exactly one "headroom:" line among the launcher's own, no file.
+# Usage: refused NAME WANT CMD...: runs CMD under mpirun with its output in $work/NAME.{out,err}.
+refused() {
+  local name=$1 want=$2
+  shift 2
+  set +e
+  timeout -k 10 120 mpirun -np "$np" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  local rc=$?
+  set -e
+  local n
+  n=$(grep -c '^headroom:' "$work/$name.err" || true)
+  if [ "$rc" -ne 2 ] || [ "$n" -ne 1 ] || ! grep -q "^headroom: .*$want" "$work/$name.err" ||
+    [ -s "$work/$name.out" ]; then
+    cat "$work/$name.out" "$work/$name.err"
+    echo "$name: wanted exit 2 and one line with '$want' (got exit $rc, $n lines)"
+    exit 1
+  fi
+  echo "$name: refused in one line: $(grep '^headroom:' "$work/$name.err")"
+}
+mkdir "$work/out"
+# A directory in the way of rank 0's record (rank 0 then has no record of its own to write): nothing
+# written, not the summary, not another rank's.
+mkdir "$work/out/r.rank0.json"
+refused in_the_way "r.rank0.json' exists and is not a regular file" \
+  "$headroom" probe replay "${model[@]}" "${layout[@]}" --json "$work/out/r.json"
+[ "$(ls "$work/out")" = r.rank0.json ] || { ls "$work/out"; echo "in_the_way: files written"; exit 1; }
+# Variables that disagree with MPI's world: on every rank (the size), on all but rank 0 (the rank).
+refused claim_size "OMPI_COMM_WORLD_SIZE=$((2 * np))) but MPI's world has $np" \
+  env OMPI_COMM_WORLD_SIZE=$((2 * np)) "$headroom" probe replay "${model[@]}" "${layout[@]}" \
+  --json "$work/out/c.json"
+refused claim_rank "say rank 0 (OMPI_COMM_WORLD_RANK) but MPI says rank 1" \
+  env OMPI_COMM_WORLD_RANK=0 "$headroom" probe replay "${model[@]}" "${layout[@]}" --json "$work/out/c.json"
+# Options a multi-rank probe cannot take: every rank refuses, rank 0 alone says it.
+refused rank_timeout "rank-timeout: must be between 0 and 86400 seconds" \
+  "$headroom" probe replay "${model[@]}" "${layout[@]}" --rank-timeout -1
+[ "$(ls "$work/out")" = r.rank0.json ] || { ls "$work/out"; echo "refusals wrote files"; exit 1; }
+
 # A rank that hangs: rank 0 ends the run after the timeout, writes what it has, names the missing rank.
 hang=$((np - 1))
 set +e

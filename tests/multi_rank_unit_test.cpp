@@ -12,8 +12,8 @@
 #include "planner/rank_grid.hpp"
 #include "probes/ranks/launch.hpp"
 #include "probes/ranks/multi_rank.hpp"
-#include "test_support.hpp"
 #include "probes/records/schema.hpp"
+#include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -87,6 +87,101 @@ TEST(Launch, ReadsEachLaunchersEnvironment) {
   EXPECT_THROW(detect({{"OMPI_COMM_WORLD_RANK", "-1"}, {"OMPI_COMM_WORLD_SIZE", "8"}}), bad_input);
   EXPECT_THROW(detect({{"OMPI_COMM_WORLD_RANK", "x"}, {"OMPI_COMM_WORLD_SIZE", "8"}}), bad_input);
   EXPECT_THROW(detect({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}}), bad_input);
+}
+
+// Returns the bad_input message `f` throws ("" when it throws none).
+template <class F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const bad_input& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Launch, NamesTheVariablesItReadTheWorldFrom) {
+  const std::map<std::string, std::string> env = {{"OMPI_COMM_WORLD_RANK", "1"},
+                                                  {"OMPI_COMM_WORLD_SIZE", "2"}};
+  const auto o = detect_launch([&](const char* n) { return lookup(env, n); });
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->rank_variable, "OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(o->size_variable, "OMPI_COMM_WORLD_SIZE");
+}
+
+TEST(Launch, RefusesInconsistentVariablesNamingThem) {
+  auto refused = [](std::map<std::string, std::string> env) {
+    return refusal([&] { detect_launch([&](const char* n) { return lookup(env, n); }); });
+  };
+  // Half a launch: a rank without its world, a world without its rank (each scheme).
+  EXPECT_EQ(
+      refused({{"OMPI_COMM_WORLD_RANK", "1"}}),
+      "launch: OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not (mpirun (OpenMPI) sets both)");
+  EXPECT_NE(
+      refused({{"OMPI_COMM_WORLD_SIZE", "2"}}).find("OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK"),
+      std::string::npos);
+  EXPECT_NE(refused({{"PMI_SIZE", "4"}}).find("PMI_RANK is not"), std::string::npos);
+  EXPECT_NE(refused({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "3"}}).find("SLURM_STEP_NUM_TASKS is not"),
+            std::string::npos);
+  // A rank outside the world, each scheme, named with its value.
+  EXPECT_EQ(refused({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "2"}}),
+            "launch: OMPI_COMM_WORLD_RANK=2 is outside OMPI_COMM_WORLD_SIZE=2 (ranks are 0 to 1)");
+  EXPECT_NE(refused({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "4"}, {"SLURM_STEP_NUM_TASKS", "4"}})
+                .find("SLURM_PROCID=4 is outside SLURM_STEP_NUM_TASKS=4"),
+            std::string::npos);
+  EXPECT_NE(refused({{"PMI_RANK", "9"}, {"PMI_SIZE", "4"}}).find("PMI_RANK=9 is outside PMI_SIZE=4"),
+            std::string::npos);
+  // Values that are no count: negative, not a number, trailing junk, past an int, empty.
+  for (const char* v : {"-1", "two", "1x", "99999999999", "", " 1"})
+    EXPECT_NE(refused({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", v}})
+                  .find("OMPI_COMM_WORLD_SIZE is not a non-negative integer"),
+              std::string::npos)
+        << v;
+  EXPECT_EQ(refused({{"PMI_RANK", "0"}, {"PMI_SIZE", "0"}}),
+            "launch: PMI_SIZE=0: a world has at least one rank");
+  // A local rank that disagrees: outside the world, outside the node's count, a node larger than the world.
+  EXPECT_EQ(refused({{"OMPI_COMM_WORLD_RANK", "0"},
+                     {"OMPI_COMM_WORLD_SIZE", "2"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}),
+            "launch: OMPI_COMM_WORLD_LOCAL_RANK=2 is outside OMPI_COMM_WORLD_SIZE=2 (a node holds at most "
+            "the world)");
+  EXPECT_EQ(refused({{"OMPI_COMM_WORLD_RANK", "3"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}),
+            "launch: OMPI_COMM_WORLD_LOCAL_RANK=1 is outside OMPI_COMM_WORLD_LOCAL_SIZE=1");
+  EXPECT_NE(refused({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "3"}})
+                .find("MPI_LOCALNRANKS=3 is not between 1 and PMI_SIZE=2"),
+            std::string::npos);
+  EXPECT_NE(refused({{"SLURM_STEP_ID", "0"},
+                     {"SLURM_PROCID", "0"},
+                     {"SLURM_STEP_NUM_TASKS", "2"},
+                     {"SLURM_LOCALID", "x"}})
+                .find("SLURM_LOCALID is not a non-negative integer"),
+            std::string::npos);
+  // Consistent variables still read (the local size agrees).
+  EXPECT_EQ(refused({{"OMPI_COMM_WORLD_RANK", "3"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}),
+            "");
+}
+
+TEST(Launch, TheWorldReachedMustBeTheOneClaimed) {
+  launch_info li;
+  li.rank = 1;
+  li.size = 2;
+  li.size_variable = "OMPI_COMM_WORLD_SIZE";
+  li.rank_variable = "OMPI_COMM_WORLD_RANK";
+  EXPECT_EQ(refusal([&] { check_world(li, 1, 2); }), "");
+  // Not started by mpirun: MPI_Init makes a world of one.
+  EXPECT_EQ(
+      refusal([&] { check_world(li, 0, 1); }),
+      "ranks: the launcher's variables claim a world of 2 ranks (OMPI_COMM_WORLD_SIZE=2) but MPI's world "
+      "has 1 (was this process started by the launcher?)");
+  EXPECT_NE(refusal([&] { check_world(li, 1, 4); }).find("but MPI's world has 4"), std::string::npos);
+  EXPECT_EQ(refusal([&] { check_world(li, 0, 2); }),
+            "ranks: the launcher's variables say rank 1 (OMPI_COMM_WORLD_RANK) but MPI says rank 0");
 }
 
 TEST(Launch, LocalRankPicksItsGpu) {
@@ -167,6 +262,33 @@ TEST(MultiRank, SummaryNamesWorstMissingAndFailedRanks) {
   msgs[3] = std::string("{not json");
   const rank_summary g = summarise_ranks(msgs, b);
   EXPECT_EQ(g.failed, std::vector<int>{3});
+}
+
+TEST(MultiRank, SummaryRefusesMessagesOfAnotherWorld) {
+  // One message per rank of the layout, or rank 0 would read rows past the messages (or stages past the
+  // layout's): a bad_input, not a crash.
+  const problem p = test::preset_problem("gpt3-1.3b");
+  layout l = grid(8, 2, 1, 4);
+  l.zero = 1;
+  const breakdown b = estimate(p, l);
+  for (std::size_t n : {1u, 7u, 9u, 16u}) {
+    const std::vector<std::optional<std::string>> msgs(n, message(0, 0, 1, 1));
+    EXPECT_EQ(refusal([&] { summarise_ranks(msgs, b); }),
+              "ranks: " + std::to_string(n) + " rank messages for a layout of 8 ranks");
+  }
+}
+
+TEST(MultiRank, AnOutcomeThatIsNotUtf8StillTravels) {
+  // A rank's error line carries a path's bytes; the message must still reach rank 0 (JSON wants UTF-8).
+  rank_outcome o;
+  o.rank = 1;
+  o.error = "bad input: output: '\xff\xfe.json' exists";
+  o.exit_status = 2;
+  std::string text;
+  ASSERT_NO_THROW(text = to_message(o));
+  const rank_outcome back = outcome_from_message(text, "rank 1");
+  EXPECT_EQ(back.exit_status, 2);
+  EXPECT_EQ(back.error, "bad input: output: '\xEF\xBF\xBD\xEF\xBF\xBD.json' exists");  // U+FFFD twice
 }
 
 }  // namespace

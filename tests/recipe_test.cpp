@@ -77,5 +77,26 @@ TEST(Recipe, FrameworkRecipesMatchTheirSources) {
   EXPECT_EQ(describe_sharding(load_recipe("megatron-distopt").buffers[1]), "never sharded");
 }
 
+// Whatever the name, one not found is bad input "unknown recipe" (a name longer than a file name may be
+// was a filesystem exception, exit 1); a directory or a FIFO where a recipe file is expected is refused.
+TEST(Recipe, NamesNotFoundAndNonFilesAreBadInput) {
+  for (const std::string& name : {std::string(5000, 'r'), std::string(100000, 'r'), std::string(""),
+                                  std::string("bf16-adam "), std::string("no/such/recipe.json")}) {
+    try {
+      load_recipe(name);
+      ADD_FAILURE() << "accepted a recipe named " << name.substr(0, 40);
+    } catch (const bad_input& e) {
+      EXPECT_NE(std::string(e.what()).find("unknown recipe"), std::string::npos) << e.what();
+      EXPECT_LT(std::string(e.what()).size(), 400u);
+    }
+  }
+  try {
+    load_recipe(std::string(HEADROOM_TEST_DATA) + "/bad");
+    ADD_FAILURE() << "accepted a directory";
+  } catch (const bad_input& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace headroom

@@ -1,4 +1,5 @@
-// results_file_test.cpp: result files are written whole, and never silently overwritten.
+// results_file_test.cpp: result files are written whole, never silently overwritten, one file is one file
+// however it is spelt, and any legal name can be written.
 #include "probes/io/results_file.hpp"
 
 #include <gtest/gtest.h>
@@ -119,6 +120,91 @@ TEST(ResultsFile, OutputsOfOneCommandAreAllOrNothing) {
     EXPECT_EQ(files(), 2);
   }
   fs::remove_all(dir);
+}
+
+// Two outputs naming one file in other spellings are one file: refused before anything is written.
+TEST(ResultsFile, OneFileUnderEverySpelling) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("headroom_same_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  const std::string a = (dir / "a.json").string();
+  const std::string spellings[] = {(dir / "." / "a.json").string(), (dir / "sub" / ".." / "a.json").string(),
+                                   fs::relative(a).string(), (dir / "sub" / "..//./a.json").string()};
+  for (const auto& other : spellings) {
+    output_set s(false);
+    s.expect(a);
+    EXPECT_THROW(s.expect(other), bad_input) << other;
+  }
+  // Existing files (--force): a hard link and a symbolic link name the first file too.
+  std::ofstream(a) << "old";
+  fs::create_hard_link(a, dir / "hard.json");
+  fs::create_symlink(a, dir / "soft.json");
+  for (const std::string& other : {(dir / "hard.json").string(), (dir / "soft.json").string()}) {
+    output_set s(true);
+    s.expect(a);
+    EXPECT_THROW(s.expect(other), bad_input) << other;
+    output_set t(true);
+    t.add(a, "one\n");
+    EXPECT_THROW(t.add(other, "two\n"), bad_input) << other;
+  }
+  std::stringstream got;
+  got << std::ifstream(a).rdbuf();
+  EXPECT_EQ(got.str(), "old");
+  // Two files are two outputs.
+  output_set s(true);
+  s.add(a, "one\n");
+  s.add((dir / "sub" / ".." / "b.json").string(), "two\n");
+  s.commit();
+  std::stringstream gb;
+  gb << std::ifstream(dir / "b.json").rdbuf();
+  EXPECT_EQ(gb.str(), "two\n");
+  fs::remove_all(dir);
+}
+
+// The temporary has a short name of its own, so a name of NAME_MAX bytes works; a failure's message keeps
+// its cause within an error line.
+TEST(ResultsFile, AnyLegalNameCanBeWritten) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("headroom_names_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string longest = (dir / std::string(255, 'n')).string();
+  write_new_file(longest, "x\n", false);
+  std::stringstream got;
+  got << std::ifstream(longest).rdbuf();
+  EXPECT_EQ(got.str(), "x\n");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  try {
+    write_new_file((dir / "missing" / std::string(250, 'm')).string(), "x", false);
+    ADD_FAILURE() << "wrote into a missing directory";
+  } catch (const output_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
+    EXPECT_LT(what.size(), 240u) << what;
+  }
+  try {
+    write_new_file((dir / std::string(256, 'l')).string(), "x", false);
+    ADD_FAILURE() << "a name over NAME_MAX";
+  } catch (const output_error& e) {
+    EXPECT_NE(std::string(e.what()).find("longer than 255 bytes"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// Standard output that loses what is written to it is an output failure, like any other output.
+TEST(ResultsFile, StandardOutputFailureIsAnOutputError) {
+  std::ostream broken(nullptr);  // every write fails
+  output_set s(false, &broken);
+  s.add("-", "lost\n");
+  try {
+    s.commit();
+    ADD_FAILURE() << "a failed standard output passed";
+  } catch (const output_error& e) {
+    EXPECT_NE(std::string(e.what()).find("standard output"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -473,5 +473,116 @@ TEST(Snapshot, BadSnapshotsAreOneClearError) {
   EXPECT_THROW(snapshot_to_trace(s, 3), bad_input);
 }
 
+// What the parser materialises is counted against snapshot_limits: every record and its fields, each
+// reference to a shared list counted again (the CLI tests refuse real pickles that expand).
+TEST(Snapshot, MaterialisedRecordsAndFieldsAreCapped) {
+  nlohmann::json events = nlohmann::json::array();
+  for (int i = 0; i < 6; ++i)
+    events.push_back({{"action", "alloc"}, {"addr", 4096 + 512 * i}, {"size", 512}, {"stream", 0}});
+  const std::string text =
+      nlohmann::json{{"segments", nlohmann::json::array()}, {"device_traces", {events}}}.dump();
+  snapshot_limits l;
+  l.max_records = 6;
+  EXPECT_EQ(parse_snapshot(text, "six.json", l).devices[0].size(), 6u);
+  l.max_records = 5;
+  try {
+    parse_snapshot(text, "six.json", l);
+    ADD_FAILURE() << "accepted 6 records under a cap of 5";
+  } catch (const bad_input& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 5 records"), std::string::npos) << e.what();
+  }
+  l = {};
+  l.max_fields = 23;  // 6 events x 4 fields
+  EXPECT_THROW(parse_snapshot(text, "six.json", l), bad_input);
+  l.max_fields = 24;
+  EXPECT_NO_THROW(parse_snapshot(text, "six.json", l));
+  l = {};
+  l.max_json_bytes = text.size() - 1;
+  EXPECT_THROW(parse_snapshot(text, "six.json", l), bad_input);
+}
+
+// A snapshot that contradicts itself names the first contradiction; the real ones are all consistent.
+TEST(Snapshot, InconsistentSnapshotsNameTheContradiction) {
+  const std::int64_t M = mib;
+  const std::uint64_t A = 0x100000000ULL;
+  auto ev = [](const char* a, std::uint64_t addr, std::int64_t size) {
+    return nlohmann::json{{"action", a}, {"addr", addr}, {"size", size}};
+  };
+  auto seg = [](std::uint64_t at, std::int64_t total, nlohmann::json blocks) {
+    return nlohmann::json{{"device", 0}, {"address", at}, {"total_size", total}, {"blocks", blocks}};
+  };
+  auto blk = [](std::uint64_t at, std::int64_t size) {
+    return nlohmann::json{{"address", at}, {"size", size}, {"state", "inactive"}};
+  };
+  const struct {
+    nlohmann::json segments, events;
+    const char* says;
+  } cases[] = {
+      {{seg(A, 2 * M, {blk(A, 3 * M)})}, {ev("segment_alloc", A, 2 * M)}, "larger than their segment"},
+      {{seg(A, 2 * M, {blk(A, M), blk(A + M, M), blk(A + 2 * M, 512)})},
+       {ev("segment_alloc", A, 2 * M)},
+       "larger than their segment"},
+      {{seg(A, 2 * M, {blk(A + 3 * M, 512)})}, {ev("segment_alloc", A, 2 * M)}, "lies outside its segment"},
+      {{seg(A, 2 * M, {blk(A, M), blk(A + 512, 512)})},
+       {ev("segment_alloc", A, 2 * M)},
+       "overlaps the block"},
+      {{seg(A, 2 * M, {}), seg(A + M, 2 * M, {})}, nlohmann::json::array(), "two final segments"},
+      {{seg(A, 2 * M, {})},
+       {ev("segment_alloc", A, 2 * M), ev("segment_alloc", A, 2 * M)},
+       "maps bytes event 0"},
+      {nlohmann::json::array(),
+       {ev("segment_alloc", A, 4 * M), ev("segment_free", A, 2 * M)},
+       "allocated with 4 MiB"},
+      {nlohmann::json::array(), {ev("segment_map", A, 4 * M), ev("segment_unmap", A, 2 * M)}, "leaves 2 MiB"},
+      {{seg(A, 2 * M, {})},
+       {ev("segment_map", A, 2 * M), ev("segment_unmap", A, 2 * M)},
+       "but a final segment holds them"},
+      {nlohmann::json::array(),
+       {{{"action", "segment_map"}, {"addr", std::int64_t{-512}}, {"size", 4 * M}}},  // read as 2^64 - 512
+       "past the end of the address space"},
+  };
+  for (const auto& c : cases) {
+    const nlohmann::json j = {{"segments", c.segments}, {"device_traces", {c.events}}};
+    try {
+      parse_snapshot(j.dump(), "bad.json");
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const bad_input& e) {
+      EXPECT_NE(std::string(e.what()).find("inconsistent snapshot"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  // The snapshot's own max_split_size below PyTorch's 20 MiB is named as the snapshot's setting.
+  const nlohmann::json ms = {{"device_traces", {nlohmann::json::array()}},
+                             {"allocator_settings", {{"max_split_size", 1}}}};
+  try {
+    parse_snapshot(ms.dump(), "ms.json");
+    ADD_FAILURE() << "accepted max_split_size 1";
+  } catch (const bad_input& e) {
+    EXPECT_NE(std::string(e.what()).find("the snapshot's allocator_settings.max_split_size is 1 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  // Unmaps of expandable pages in another grouping than their maps are PyTorch's own: accepted.
+  const nlohmann::json regroup = {
+      {"segments", {seg(A + 4 * M, 2 * M, {blk(A + 4 * M, 2 * M)})}},
+      {"device_traces",
+       {{ev("segment_map", A, 2 * M), ev("segment_map", A + 2 * M, 4 * M), ev("segment_unmap", A, 4 * M)}}}};
+  EXPECT_NO_THROW(parse_snapshot(regroup.dump(), "regroup.json"));
+  // An empty unmap changes nothing.
+  const nlohmann::json empty = {
+      {"segments", {seg(A, 2 * M, {blk(A, 2 * M)})}},
+      {"device_traces", {{ev("segment_map", A, 2 * M), ev("segment_unmap", A, 0)}}}};
+  EXPECT_NO_THROW(parse_snapshot(empty.dump(), "empty.json"));
+  for (const std::string f :
+       {"NiuHuangxiaozi__forward_and_backward_memory_snapshot_100.pickle",
+        "NiuHuangxiaozi__forward_and_backward_memory_snapshot_200_mixed_precision.pickle",
+        "Wedsonlin__medium_128_training_memory_snapshot.pickle",
+        "sidsoc12__mem_snapshot_ctx128_fp32_train.pickle"}) {
+    const std::string path = data + "/../../../shared/data/snapshots/" + f;
+    if (!std::ifstream(path)) continue;  // the shared data folder is not on every machine
+    EXPECT_NO_THROW(load_snapshot(path)) << f;
+  }
+}
+
 }  // namespace
 }  // namespace headroom::probes

@@ -207,9 +207,11 @@ TEST(Suggest, FastPathAgreesWithEstimateOnEveryLayout) {
                     q.training.micro_batch = mb;
                     if (layout_error(q, l)) continue;
                     const std::int64_t dp = l.dp();
+                    if (mb * dp > q.training.global_batch) continue;  // a rank without a sample
                     if (mb > 1 && q.training.global_batch % (mb * dp)) continue;
                     if (vpp > 1 && microbatches_per_step(q, l) % pp) continue;
-                    if (z > 0 && l.shard_degree() == 1) continue;
+                    // Without sharding the stage is not searched: its first value (ZeRO 1 with offload).
+                    if (z > (axes.offload_optimizer ? 1 : 0) && l.shard_degree() == 1) continue;
                     ++evaluated;
                     fitting += estimate(q, l).fits();
                   }

@@ -1,12 +1,15 @@
 // results_file.hpp: writing result files so that a reader never sees half of one, nothing is silently
 // overwritten, and a command that fails leaves none of its outputs behind: each text goes to a temporary
-// file beside its target, and the temporaries are renamed over their targets only once all are complete.
+// file (a short name of its own) in its target's directory, and the temporaries are renamed over their
+// targets only once all are complete.
 #pragma once
 
 #include <functional>
 #include <ostream>
 #include <stdexcept>
+#include <streambuf>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headroom::probes {
@@ -17,6 +20,26 @@ class output_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A stream buffer over a file descriptor that keeps the errno of the first failed write, so the error
+// names the real cause (a full disk, a closed descriptor) rather than whatever errno held later. Output
+// files are written through one, and the CLI's standard output too (cli/main.cpp). It does not own `fd`.
+class fd_writer : public std::streambuf {
+ public:
+  explicit fd_writer(int fd);
+  // Returns the errno of the first write that failed, or 0.
+  int error() const { return m_error; }
+
+ protected:
+  int_type overflow(int_type c) override;
+  int sync() override;
+
+ private:
+  bool drain();
+  int m_fd;
+  int m_error = 0;
+  char m_buf[1 << 16];
+};
+
 // Checks that `path` may be written: throws bad_input("output", ...) when it exists and `overwrite` is
 // false, or exists and is not a regular file (a directory or device is never replaced). "-" (standard
 // output) always may.
@@ -24,7 +47,8 @@ void check_output_target(const std::string& path, bool overwrite);
 
 // The outputs of one command, written all or nothing. "-" means the stream the caller gives as standard
 // output (the CLI's std::cout), for every output option alike; at most one output may be "-", and no two may
-// name the same file. Without a stream, "-" is refused.
+// name the same file, however spelt ("out.json" and "./out.json", "sub/../x", an absolute and a relative
+// path, a hard or symbolic link to it). Without a stream, "-" is refused.
 class output_set {
  public:
   using writer = std::function<void(std::ostream&)>;
@@ -32,17 +56,18 @@ class output_set {
   explicit output_set(bool overwrite, std::ostream* standard_output = nullptr)
       : overwrite_(overwrite), standard_output_(standard_output) {}
 
-  // Checks `path` now (see check_output_target; also a second "-" or a repeated file) so that a refused
-  // target is reported before any work is done. An empty path is no output and is ignored.
+  // Checks `path` now (see check_output_target; also a second "-" or a file already named, by identity) so
+  // that a refused target is reported before any work is done. An empty path is no output and is ignored.
   void expect(const std::string& path);
   // Queues `path` to receive what `w` writes (streamed: no copy of a large output is held in memory).
   void add(const std::string& path, writer w);
   void add(const std::string& path, std::string text);
   // True when one of the expected outputs is standard output (the command's table then stays silent).
   bool to_stdout() const;
-  // Writes every queued output. Throws output_error naming the file and the cause when one cannot be
-  // written; no temporary is left behind and no target has been replaced unless every temporary was
-  // complete (a rename that fails after others succeeded names the files already written).
+  // Writes every queued output, standard output last. Throws output_error naming the file and the cause
+  // when one cannot be written (standard output included: "standard output: writing failed (...)"); no
+  // temporary is left behind and no target has been replaced unless every temporary was complete (a rename
+  // that fails after others succeeded names the files already written).
   void commit();
 
  private:
@@ -52,7 +77,7 @@ class output_set {
   };
   bool overwrite_;
   std::ostream* standard_output_;
-  std::vector<std::string> expected_;
+  std::vector<std::pair<std::string, std::string>> expected_;  // (path as given, identity of its file)
   std::vector<pending> pending_;
 };
 

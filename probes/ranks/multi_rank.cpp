@@ -59,7 +59,8 @@ std::string to_message(const rank_outcome& o) {
                       {"error", o.error},
                       {"exit_status", o.exit_status},
                       {"record", o.record ? *o.record : nlohmann::json(nullptr)}};
-  return j.dump();
+  // Not UTF-8 (a path's bytes in an error line): replaced, so that the rank's outcome still reaches rank 0.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 rank_outcome outcome_from_message(const std::string& text, const std::string& origin) {
@@ -98,6 +99,9 @@ std::int64_t i64_at(const nlohmann::json& j, const char* a, const char* b) {
 
 rank_summary summarise_ranks(const std::vector<std::optional<std::string>>& messages, const breakdown& b) {
   const layout& l = b.where;
+  if (static_cast<int>(messages.size()) != l.gpus)
+    throw bad_input("ranks", std::to_string(messages.size()) + " rank messages for a layout of " +
+                                 std::to_string(l.gpus) + " ranks");
   rank_summary s;
   s.planner_worst_stage = b.worst;
   s.planner_worst_step_peak = b.worst_stage().step_peak;
@@ -183,22 +187,23 @@ nlohmann::json summary_to_json(const rank_summary& s, const launch_info& li, con
          {"device_used_at_peak_bytes", opt(r.device_used)},
          {"nccl_bytes", opt(r.nccl_bytes)},
          {"out_of_memory", r.out_of_memory ? nlohmann::json(r.oom_where) : nlohmann::json(nullptr)}});
-  return records::enveloped(records::kind::multi_rank, {
-          {"environment", environment},
-          {"inputs", inputs},
-          {"launcher", li.launcher},
-          {"world_size", static_cast<int>(s.rows.size())},
-          {"ranks", rows},
-          {"missing_ranks", s.missing},
-          {"out_of_memory_ranks", s.out_of_memory},
-          {"failed_ranks", s.failed},
-          {"worst_rank", s.worst_rank ? nlohmann::json(*s.worst_rank) : nlohmann::json(nullptr)},
-          {"worst_rank_decided_by",
-           "device used at the reserved peak when measured on a GPU, else peak reserved"},
-          {"planner_worst_stage", s.planner_worst_stage},
-          {"planner_worst_step_peak_bytes", s.planner_worst_step_peak},
-          {"worst_rank_agrees_with_planner", s.worst_agrees},
-          {"exit_status", s.exit_status()}});
+  return records::enveloped(
+      records::kind::multi_rank,
+      {{"environment", environment},
+       {"inputs", inputs},
+       {"launcher", li.launcher},
+       {"world_size", static_cast<int>(s.rows.size())},
+       {"ranks", rows},
+       {"missing_ranks", s.missing},
+       {"out_of_memory_ranks", s.out_of_memory},
+       {"failed_ranks", s.failed},
+       {"worst_rank", s.worst_rank ? nlohmann::json(*s.worst_rank) : nlohmann::json(nullptr)},
+       {"worst_rank_decided_by",
+        "device used at the reserved peak when measured on a GPU, else peak reserved"},
+       {"planner_worst_stage", s.planner_worst_stage},
+       {"planner_worst_step_peak_bytes", s.planner_worst_step_peak},
+       {"worst_rank_agrees_with_planner", s.worst_agrees},
+       {"exit_status", s.exit_status()}});
 }
 
 std::string rank_record_path(const std::string& path, int rank, int world_size) {

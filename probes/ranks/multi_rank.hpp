@@ -13,18 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "probes/cases/gpu_backend.hpp"
-#include "probes/ranks/launch.hpp"
 #include "planner/estimate.hpp"
 #include "planner/rank_grid.hpp"
+#include "probes/cases/gpu_backend.hpp"
+#include "probes/ranks/launch.hpp"
 
 namespace headroom::probes {
-
 
 // The exit statuses a rank reports in its outcome: the numbers of cli/exit_codes.hpp, which the CLI checks
 // against these at compile time.
 namespace rank_exit {
-inline constexpr int ok = 0, bad_input = 2, does_not_fit = 3, no_device = 4, device_failed = 5;
+inline constexpr int ok = 0, internal = 1, bad_input = 2, does_not_fit = 3, no_device = 4, device_failed = 5;
 }
 
 // Returns the bytes of every communicator a rank joined (init + first collective), nullopt when it joined

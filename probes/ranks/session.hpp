@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,13 +38,18 @@ struct stage_replay {
   bool pattern_failed = false;  // blocks did not hold their fill pattern (device_failed)
 };
 
-// What a session needs from its caller. Each call may throw bad_input, device_error or rank_failure: the
-// session records it as this rank's outcome, and rank 0 reports it with the rank's number.
+// What a session needs from its caller. Each call may throw bad_input, device_error or rank_failure (any
+// other exception is recorded as an internal error): the session records it as this rank's outcome, and
+// rank 0 reports it with the rank's number.
 class rank_host {
  public:
   virtual ~rank_host() = default;
   // Returns the problem and layout every rank probes (from the command line).
   virtual std::pair<problem, layout> form_case() = 0;
+  // Rank 0 only, once the case is formed and before any rank opens its device: throws bad_input for an
+  // output rank 0 could not write for layout `l` (a file or directory in the way), so that a refused output
+  // costs no rank any work and leaves no file.
+  virtual void check_outputs(const layout& l) = 0;
   // Opens this rank's device for `p` (rank `rank` of layout `l`); may set p's capacity to the device's.
   virtual void open_device(problem& p, const layout& l, int rank) = 0;
   // Returns a fresh NCCL unique id as bytes, or nullopt with `why` (no NCCL, no GPU).
@@ -88,17 +94,34 @@ struct session_result {
 // when this build has none.
 std::unique_ptr<rank_transport> open_rank_transport(const launch_info& li, std::string& why);
 
+// Whether every rank of a world may start its session, and who says why not.
+struct world_verdict {
+  bool ok = true;      // every rank passed its checks
+  bool speak = false;  // this rank says `line`: the lowest rank that failed (exactly one process speaks)
+  std::string line;    // this rank's failure ("bad input: ..."), empty when it passed
+};
+
+// Every rank, before its session: checks that `tr`'s world is the one `li` claims (check_world) and runs the
+// caller's `check` (options; throws bad_input), then exchanges the verdicts so that every rank learns
+// whether all passed. A claim can be wrong on one rank only (variables set by hand), so the rank that
+// failed, not rank 0, says why. When the exchange times out, each rank decides alone (a failed rank speaks
+// for itself; a rank that passed goes on, and the session's deadlines name the missing rank).
+world_verdict agree_on_world(rank_transport& tr, const launch_info& li, const std::function<void()>& check,
+                             std::chrono::milliseconds timeout);
+
 // Runs rank li.rank's part of the probe over `tr`: every rank takes part in every exchange whatever failed
-// before it, so no rank is left waiting. Returns how it ended (summarised on rank 0 once it has formed the
-// case).
+// before it, so no rank is left waiting. Once the case is formed, the ranks exchange whether rank 0 formed
+// it (and accepted its outputs): when it did not, no rank opens its device and rank 0's line answers for
+// every rank. Returns how it ended (summarised on rank 0 once it has formed the case). Throws bad_input,
+// before any exchange, when `tr`'s world is not the one `li` claims (check_world).
 session_result run_rank_session(rank_transport& tr, const launch_info& li, const session_options& o,
                                 rank_host& host);
 
 // Returns the files rank 0 writes for `json_out`, as (path, text) in order: the summary record (to
-// `json_out`,
-// "-" for standard output), then, unless "-", each answering rank's record (rank_record_path). The
-// environment is rank 0's record's, else `fallback_environment`. Empty when `json_out` is. Throws bad_input
-// for a rank message that is not a rank outcome.
+// `json_out`, "-" for standard output), then, unless "-", the record of each rank that has one
+// (rank_record_path). The environment is rank 0's record's, else `fallback_environment`. Empty when
+// `json_out` is. Text that is not UTF-8 (a path's bytes) is written with U+FFFD in its place. A rank
+// message that is not a rank outcome has no file (summarise_ranks lists that rank as failed).
 std::vector<std::pair<std::string, std::string>> session_files(const session_result& r, const launch_info& li,
                                                                const std::string& json_out,
                                                                const nlohmann::json& inputs,

@@ -52,6 +52,36 @@ std::optional<std::int64_t> opt_i64(const nlohmann::json& j, const char* key) {
   return it->get<std::int64_t>();
 }
 
+// Returns a memory figure, in bytes, when present: refused unless between 0 and max_record_bytes.
+std::optional<std::int64_t> opt_bytes(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(max_record_bytes))
+    throw bad_input(where, std::string("'") + key + "' is larger than any GPU's memory (16 TiB)");
+  const auto v = opt_i64(j, key);
+  if (!v) throw bad_input(where, std::string("'") + key + "' must be an integer number of bytes");
+  if (*v < 0 || *v > max_record_bytes)
+    throw bad_input(where, std::string("'") + key + "' = " + std::to_string(*v) +
+                               " bytes is not a memory figure a GPU produces (0 to 16 TiB)");
+  return v;
+}
+
+std::int64_t need_bytes(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto v = opt_bytes(j, key, where);
+  if (!v) throw bad_input(where, std::string("missing integer field '") + key + "'");
+  return *v;
+}
+
+// Returns a fraction in [0, 1] (0 when absent).
+double fraction_or_zero(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return 0;
+  if (!it->is_number()) throw bad_input(where, std::string("'") + key + "' must be a number");
+  const double v = it->get<double>();
+  if (!(v >= 0 && v <= 1)) throw bad_input(where, std::string("'") + key + "' must be a fraction in [0, 1]");
+  return v;
+}
+
 std::int64_t need_i64(const nlohmann::json& j, const char* key, const std::string& where) {
   auto v = opt_i64(j, key);
   if (!v) throw bad_input(where, std::string("missing integer field '") + key + "'");
@@ -109,8 +139,8 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       const auto peak = devs[0].is_object() ? devs[0].find("peak_reserved") : devs[0].end();
       if (!devs[0].is_object() || peak == devs[0].end())
         throw bad_input(origin + ": devices[0]", "missing peak_reserved");
-      r.peak_reserved = need_i64(*peak, "bytes", origin + ": devices[0].peak_reserved");
-      r.fragmentation = devs[0].value("fragmentation_at_reserved_peak", 0.0);
+      r.peak_reserved = need_bytes(*peak, "bytes", origin + ": devices[0].peak_reserved");
+      r.fragmentation = fraction_or_zero(devs[0], "fragmentation_at_reserved_peak", origin + ": devices[0]");
       r.out_of_memory = devs[0].contains("ooms") && !devs[0]["ooms"].empty();
       if (j.contains("inputs") && j.contains("predicted")) read_case(r, j["inputs"], j["predicted"]);
       return r;
@@ -132,14 +162,19 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       r.world_size = static_cast<int>(world);
     }
     const auto& rep = j["replayed"];
-    r.peak_reserved = need_i64(rep, "peak_reserved_bytes", origin + ": replayed");
-    r.peak_allocated = opt_i64(rep, "peak_allocated_bytes").value_or(0);
-    r.fragmentation = rep.value("fragmentation", 0.0);
+    if (!rep.is_object()) throw bad_input(origin + ": replayed", "must be an object");
+    r.peak_reserved = need_bytes(rep, "peak_reserved_bytes", origin + ": replayed");
+    r.peak_allocated = opt_bytes(rep, "peak_allocated_bytes", origin + ": replayed").value_or(0);
+    if (r.peak_allocated > r.peak_reserved)
+      throw bad_input(origin + ": replayed", "peak_allocated_bytes exceeds peak_reserved_bytes: the allocator "
+                                             "cannot hand out more than it reserved");
+    r.fragmentation = fraction_or_zero(rep, "fragmentation", origin + ": replayed");
     r.out_of_memory = rep.contains("out_of_memory") && !rep["out_of_memory"].is_null();
     if (const auto d = j.find("device_memory"); d != j.end() && d->is_object()) {
-      r.device_used_at_peak = opt_i64(*d, "used_at_reserved_peak_bytes");
-      r.used_before_context = opt_i64(*d, "nvml_used_before_context_bytes");
-      r.used_after_context = opt_i64(*d, "used_after_context_bytes");
+      const std::string w = origin + ": device_memory";
+      r.device_used_at_peak = opt_bytes(*d, "used_at_reserved_peak_bytes", w);
+      r.used_before_context = opt_bytes(*d, "nvml_used_before_context_bytes", w);
+      r.used_after_context = opt_bytes(*d, "used_after_context_bytes", w);
     }
     if (const auto t = j.find("timeline"); t != j.end() && !t->is_null())
       r.timeline = records::timeline_from_json(*t, origin);
@@ -150,9 +185,9 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
     r.kind = "overheads";
     r.backend = "cuda";
     r.measured = true;
-    r.fixed_overhead_bytes = need_i64(j, "fixed_overhead_bytes", origin);
-    if (const auto l = j.find("layers"); l != j.end() && l->is_array() && !l->empty())
-      r.context_bytes = opt_i64((*l)[0], "bytes");
+    r.fixed_overhead_bytes = need_bytes(j, "fixed_overhead_bytes", origin);
+    if (const auto l = j.find("layers"); l != j.end() && l->is_array() && !l->empty() && (*l)[0].is_object())
+      r.context_bytes = opt_bytes((*l)[0], "bytes", origin + ": layers[0]");
     return r;
   }
   throw bad_input(origin, "not a headroom measurement record (schema '" + r.schema.substr(0, 80) + "')");

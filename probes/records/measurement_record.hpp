@@ -36,6 +36,10 @@ struct environment {
 // the layout as structured fields (`layout_spec`, read back by measurement_from_json) and as text (`layout`).
 nlohmann::json record_inputs(const problem& p, const layout& l);
 
+// The largest memory figure a record may hold, in bytes (16 TiB): no GPU holds more, so a larger figure is
+// a record no device produced, refused when it is read rather than fitted (README, limits).
+inline constexpr std::int64_t max_record_bytes = std::int64_t{1} << 44;
+
 // A record read back: the case it measured (problem and layout, exactly) and its figures. Every kind of
 // record headroom writes: a probe (sim or cuda), an overheads probe, an imported PyTorch snapshot.
 struct measurement_record {

@@ -16,15 +16,23 @@ class frame_namer {
  public:
   explicit frame_namer(const pdoc& d) : m_doc(d), m_kind(d.nodes.size(), unknown) {}
   // Returns "name (file.py:line)" of the first frame in user code, else the first Python frame, else "".
+  // Each frames list is walked once: a list the memo shares between every event (a hostile pickle's
+  // million-frame list behind a million allocations) costs its length once, not per event.
   std::string top(std::uint32_t frames) {
     if (frames == UINT32_MAX) return "";
+    if (auto it = m_top.find(frames); it != m_top.end()) return it->second;
     const std::string* first_py = nullptr;
+    const std::string* found = nullptr;
     for (std::uint32_t f : m_doc.at(frames).kids) {
       if (m_kind[f] == unknown) classify(f);
-      if (m_kind[f] == user) return m_text[f];
+      if (m_kind[f] == user) {
+        found = &m_text[f];
+        break;
+      }
       if (m_kind[f] == torch_py && !first_py) first_py = &m_text[f];
     }
-    return first_py ? *first_py : "";
+    if (!found) found = first_py;
+    return m_top[frames] = found ? *found : "";
   }
 
  private:
@@ -49,6 +57,7 @@ class frame_namer {
   const pdoc& m_doc;
   std::vector<std::uint8_t> m_kind;
   std::unordered_map<std::uint32_t, std::string> m_text;
+  std::unordered_map<std::uint32_t, std::string> m_top;  // frames list -> its top()
 };
 
 }  // namespace headroom::probes

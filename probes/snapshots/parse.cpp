@@ -1,10 +1,10 @@
 // parse.cpp: reading a PyTorch memory snapshot (pickle or JSON) into snapshot.hpp's types. Field names
 // follow torch/cuda/memory.py's _snapshot() and c10/cuda/CUDACachingAllocator.h's TraceEntry.
-#include <fstream>
+#include <array>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "planner/errors.hpp"
+#include "planner/model_files.hpp"
 #include "probes/snapshots/snapshot.hpp"
 
 namespace headroom::probes {
@@ -50,157 +50,304 @@ snap_action action_from(std::string_view s) {
   return snap_action::other;
 }
 
+// The fields the parser reads. A dict is scanned once into slots (the last occurrence wins, as when
+// Python builds the dict), so every lookup costs the same whatever else the dict holds, and the scan is the
+// one cost the budget below charges.
+constexpr std::string_view known[] = {"action",
+                                      "addr",
+                                      "size",
+                                      "stream",
+                                      "time_us",
+                                      "device_free",
+                                      "frames",
+                                      "device",
+                                      "address",
+                                      "total_size",
+                                      "allocated_size",
+                                      "requested_size",
+                                      "segment_type",
+                                      "is_expandable",
+                                      "blocks",
+                                      "state",
+                                      "PYTORCH_CUDA_ALLOC_CONF",
+                                      "max_split_size",
+                                      "expandable_segments",
+                                      "garbage_collection_threshold",
+                                      "total_memory",
+                                      "segments",
+                                      "device_traces",
+                                      "allocator_settings"};
+constexpr std::size_t n_known = std::size(known);
+// A record (event, segment, block) of a real snapshot has about ten fields; one with thousands is not one.
+constexpr std::size_t max_record_fields = 256;
+
+// Returns the slot of `name` (at compile time: an unknown name does not compile).
+consteval std::size_t slot(std::string_view name) {
+  for (std::size_t i = 0; i < n_known; ++i)
+    if (known[i] == name) return i;
+  throw "not a field the parser knows";
+}
+
+// The slots whose names have each length, as bits: a key is compared with at most a few names.
+constexpr std::array<std::uint32_t, 32> slots_by_length = [] {
+  std::array<std::uint32_t, 32> a{};
+  for (std::size_t i = 0; i < n_known; ++i) a[known[i].size()] |= std::uint32_t{1} << i;
+  return a;
+}();
+
 // Field readers that name the field and where it is when it is missing or mistyped.
 struct fields {
   const pdoc& d;
   const std::string& origin;
-  std::uint32_t node;
   std::string where;
+  std::array<std::uint32_t, n_known> slots;  // the value's node, or UINT32_MAX when absent
 
-  std::optional<std::int64_t> opt_int(std::string_view key) const {
-    auto v = d.get(node, key);
+  fields(const pdoc& doc, const std::string& o, std::uint32_t node, std::string w)
+      : d(doc), origin(o), where(std::move(w)) {
+    slots.fill(UINT32_MAX);
+    const pnode& n = d.at(node);
+    if (n.k != pnode::kind::dict) return;
+    for (std::size_t i = 0; i + 1 < n.kids.size(); i += 2) {
+      const pnode& k = d.at(n.kids[i]);
+      if (k.k != pnode::kind::string || k.s.size() >= slots_by_length.size()) continue;
+      for (std::uint32_t bits = slots_by_length[k.s.size()]; bits; bits &= bits - 1) {
+        const auto at = static_cast<std::size_t>(__builtin_ctz(bits));
+        if (known[at] == k.s) slots[at] = n.kids[i + 1];
+      }
+    }
+  }
+  std::optional<std::uint32_t> get(std::size_t at) const {
+    if (slots[at] == UINT32_MAX) return std::nullopt;
+    return slots[at];
+  }
+  std::string name(std::size_t at) const { return where + "." + std::string(known[at]); }
+  std::optional<std::int64_t> opt_int(std::size_t at) const {
+    auto v = get(at);
     if (!v || d.at(*v).k == pnode::kind::none) return std::nullopt;
     auto i = d.integer(*v);
-    if (!i) throw bad_input(origin, where + "." + std::string(key) + " is not an integer");
+    if (!i) throw bad_input(origin, name(at) + " is not an integer");
     return i;
   }
-  std::int64_t integer(std::string_view key) const {
-    auto i = opt_int(key);
-    if (!i) throw bad_input(origin, where + "." + std::string(key) + " is missing");
+  std::int64_t integer(std::size_t at) const {
+    auto i = opt_int(at);
+    if (!i) throw bad_input(origin, name(at) + " is missing");
     return *i;
   }
-  std::int64_t size(std::string_view key) const {
-    const auto v = integer(key);
+  std::int64_t size(std::size_t at) const {
+    const auto v = integer(at);
     if (v < 0 || v > (std::int64_t{1} << 50))
-      throw bad_input(origin, where + "." + std::string(key) + " is absurd (" + std::to_string(v) + ")");
+      throw bad_input(origin, name(at) + " is absurd (" + std::to_string(v) + ")");
     return v;
   }
-  std::string str(std::string_view key, const std::string& fallback = "") const {
-    auto v = d.get(node, key);
+  std::string str(std::size_t at, const std::string& fallback = "") const {
+    auto v = get(at);
     if (!v) return fallback;
     auto s = d.string(*v);
-    if (!s) throw bad_input(origin, where + "." + std::string(key) + " is not a string");
+    if (!s) throw bad_input(origin, name(at) + " is not a string");
     return std::string(*s);
   }
-  std::optional<std::uint32_t> list(std::string_view key) const {
-    auto v = d.get(node, key);
+  std::optional<std::uint32_t> list(std::size_t at) const {
+    auto v = get(at);
     if (!v || d.at(*v).k == pnode::kind::none) return std::nullopt;
     const auto k = d.at(*v).k;
     if (k != pnode::kind::list && k != pnode::kind::tuple)
-      throw bad_input(origin, where + "." + std::string(key) + " is not a list");
+      throw bad_input(origin, name(at) + " is not a list");
     return v;
   }
 };
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw bad_input(path, "cannot be read (missing or not a file)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw bad_input(path, "cannot be read");
-  return ss.str();
+// Counts what the parser materialises against snapshot_limits: records, and the dict entries of each
+// (the one scan a record costs, fields above). A list's records and their entries are charged before it
+// is expanded, so a memo reference that repeats a list or a dict thousands of times is refused at once.
+class budget {
+ public:
+  budget(const snapshot_limits& l, const std::string& origin) : m_limits(l), m_origin(origin) {}
+  // Charges the records of list `list` and their dict entries.
+  void list(const pdoc& d, std::uint32_t list, const std::string& where) {
+    const auto& kids = d.at(list).kids;
+    m_records += kids.size();
+    if (m_records > m_limits.max_records)
+      throw bad_input(m_origin, "the snapshot expands to more than " + std::to_string(m_limits.max_records) +
+                                    " records (events, segments, blocks; each reference to a shared list "
+                                    "counts) at " +
+                                    where + ": refused");
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      const std::size_t n = d.at(kids[i]).kids.size() / 2;
+      if (n > max_record_fields)
+        throw bad_input(m_origin, where + "[" + std::to_string(i) + "] has " + std::to_string(n) +
+                                      " fields: a snapshot record has at most " +
+                                      std::to_string(max_record_fields));
+      m_fields += n;
+      if (m_fields > m_limits.max_fields)
+        throw bad_input(m_origin, "the snapshot expands to more than " + std::to_string(m_limits.max_fields) +
+                                      " record fields (each reference to a shared dict counts) at " + where +
+                                      ": refused");
+    }
+  }
+  // Returns the fields of record `node` of a charged list; refuses one that is not a dict.
+  fields record(const pdoc& d, std::uint32_t node, std::string where) const {
+    if (d.at(node).k != pnode::kind::dict) throw bad_input(m_origin, where + " is not a dict");
+    return fields(d, m_origin, node, std::move(where));
+  }
+
+ private:
+  const snapshot_limits& m_limits;
+  const std::string& m_origin;
+  std::size_t m_records = 0, m_fields = 0;
+};
+
+void read_settings(torch_snapshot& s, const fields& top) {
+  const pdoc& d = s.doc;
+  auto st = top.get(slot("allocator_settings"));
+  if (!st || d.at(*st).k != pnode::kind::dict) return;
+  const fields f{d, s.origin, *st, "allocator_settings"};
+  s.settings.recorded = true;
+  s.settings.conf = f.str(slot("PYTORCH_CUDA_ALLOC_CONF"));
+  if (auto ms = f.opt_int(slot("max_split_size")); ms && *ms > 0 && *ms < (std::int64_t{1} << 60))
+    s.settings.max_split_size = *ms;
+  if (auto e = f.get(slot("expandable_segments"))) s.settings.expandable_segments = d.integer(*e).value_or(0);
+  if (auto g = f.get(slot("garbage_collection_threshold")); g && d.at(*g).k == pnode::kind::floating)
+    s.settings.garbage_collection_threshold = d.at(*g).f;
+}
+
+snap_block read_block(const fields& x) {
+  snap_block blk;
+  blk.size = x.size(slot("size"));
+  blk.requested = x.opt_int(slot("requested_size")).value_or(blk.size);
+  const std::string state = x.str(slot("state"));
+  blk.allocated = state == "active_allocated" || state == "active_pending_free";
+  blk.address = static_cast<std::uint64_t>(x.opt_int(slot("address")).value_or(0));
+  if (auto fr = x.list(slot("frames"))) blk.frames = *fr;
+  return blk;
+}
+
+// The sizes of one device's events, or of all final segments, added up: no real trace comes near it, and
+// below it no sum of sizes the summary and the replay keep can overflow.
+constexpr std::uint64_t max_trace_bytes = std::uint64_t{1} << 62;
+
+snap_segment read_segment(const fields& f) {
+  snap_segment g;
+  g.device = f.opt_int(slot("device")).value_or(0);
+  g.address = static_cast<std::uint64_t>(f.integer(slot("address")));
+  g.total_size = f.size(slot("total_size"));
+  g.allocated_size = f.opt_int(slot("allocated_size")).value_or(0);
+  g.requested_size = f.opt_int(slot("requested_size")).value_or(0);
+  g.stream = f.opt_int(slot("stream")).value_or(0);
+  g.small = f.str(slot("segment_type"), "large") == "small";
+  if (auto e = f.get(slot("is_expandable"))) g.expandable = f.d.integer(*e).value_or(0);
+  return g;
+}
+
+void read_segments(torch_snapshot& s, const fields& top, budget& b) {
+  const pdoc& d = s.doc;
+  const auto segs = top.list(slot("segments"));
+  if (!segs) return;
+  const auto& kids = d.at(*segs).kids;
+  b.list(d, *segs, "snapshot.segments");
+  // Every segment's block list is charged before any block is expanded.
+  auto where = [](std::size_t i) { return "segments[" + std::to_string(i) + "]"; };
+  for (std::size_t i = 0; i < kids.size(); ++i) {
+    const fields f = b.record(d, kids[i], where(i));
+    if (auto blocks = f.list(slot("blocks"))) b.list(d, *blocks, f.where + ".blocks");
+  }
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < kids.size(); ++i) {
+    const fields f = b.record(d, kids[i], where(i));
+    snap_segment g = read_segment(f);
+    total += static_cast<std::uint64_t>(g.total_size);
+    if (total > max_trace_bytes)
+      throw bad_input(s.origin, f.where + ": the segments' sizes add up past 2^62 bytes: absurd");
+    if (auto blocks = f.list(slot("blocks"))) {
+      const auto& bk = d.at(*blocks).kids;
+      g.blocks.reserve(bk.size());
+      for (std::size_t k = 0; k < bk.size(); ++k)
+        g.blocks.push_back(read_block(b.record(d, bk[k], f.where + ".blocks[" + std::to_string(k) + "]")));
+    }
+    s.segments.push_back(std::move(g));
+  }
+}
+
+snap_event read_event(const fields& f) {
+  snap_event e;
+  e.action = action_from(f.str(slot("action")));
+  e.addr = static_cast<std::uint64_t>(f.opt_int(slot("addr")).value_or(0));
+  e.size = f.opt_int(slot("size")).value_or(0);
+  if (e.size < 0 || e.size > (std::int64_t{1} << 50))
+    throw bad_input(f.origin, f.where + ".size is absurd (" + std::to_string(e.size) + ")");
+  e.stream = f.opt_int(slot("stream")).value_or(0);
+  e.time_us = f.opt_int(slot("time_us")).value_or(0);
+  e.device_free = f.opt_int(slot("device_free")).value_or(-1);
+  if (auto fr = f.list(slot("frames"))) e.frames = *fr;
+  return e;
+}
+
+void read_traces(torch_snapshot& s, const fields& top, budget& b) {
+  const pdoc& d = s.doc;
+  auto traces = top.list(slot("device_traces"));
+  if (!traces)
+    throw bad_input(s.origin, "snapshot.device_traces is missing: record with _record_memory_history()");
+  const auto& devs = d.at(*traces).kids;
+  if (devs.size() > 4096) throw bad_input(s.origin, "more than 4096 device traces");
+  // Every device's list is charged before any is expanded.
+  for (std::size_t dev = 0; dev < devs.size(); ++dev) {
+    const auto k = d.at(devs[dev]).k;
+    if (k != pnode::kind::list && k != pnode::kind::tuple)
+      throw bad_input(s.origin, "device_traces[" + std::to_string(dev) + "] is not a list");
+    b.list(d, devs[dev], "device_traces[" + std::to_string(dev) + "]");
+  }
+  for (std::size_t dev = 0; dev < devs.size(); ++dev) {
+    std::vector<snap_event> events;
+    const auto& ev = d.at(devs[dev]).kids;
+    events.reserve(ev.size());
+    std::uint64_t bytes = 0;  // every running sum of the trace's sizes (summary.cpp) stays below this
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      const fields f =
+          b.record(d, ev[i], "device_traces[" + std::to_string(dev) + "][" + std::to_string(i) + "]");
+      events.push_back(read_event(f));
+      bytes += static_cast<std::uint64_t>(events.back().size);
+      if (bytes > max_trace_bytes)
+        throw bad_input(s.origin, f.where + ": the trace's sizes add up past 2^62 bytes: absurd");
+    }
+    s.devices.push_back(std::move(events));
+  }
 }
 
 }  // namespace
 
-torch_snapshot parse_snapshot(std::string_view bytes, const std::string& origin) {
+torch_snapshot parse_snapshot(std::string_view bytes, const std::string& origin,
+                              const snapshot_limits& limits) {
   torch_snapshot s;
   s.origin = origin;
   if (looks_like_pickle(bytes)) {
+    if (bytes.size() > limits.max_pickle_bytes)
+      throw bad_input(origin, "is larger than the " + std::to_string(limits.max_pickle_bytes >> 20) +
+                                  " MiB a snapshot pickle may be");
     s.doc = read_pickle(bytes, origin);
   } else {
-    auto j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
-    if (j.is_discarded())
+    const auto first = bytes.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos || (bytes[first] != '{' && bytes[first] != '['))
       throw bad_input(origin, "neither a pickle (protocol 2-5) nor JSON: not a PyTorch memory snapshot");
-    s.doc = pdoc_from_json(j);
+    if (bytes.size() > limits.max_json_bytes)
+      throw bad_input(origin, "is larger than the " + std::to_string(limits.max_json_bytes >> 20) +
+                                  " MiB a snapshot written as JSON may be");
+    s.doc = pdoc_from_json(parse_json_text(std::string(bytes), origin));
   }
   const pdoc& d = s.doc;
   if (d.at(d.root).k != pnode::kind::dict)
     throw bad_input(origin, "the snapshot is not a dict (expected segments, device_traces)");
   const fields top{d, origin, d.root, "snapshot"};
-  // Allocator settings, when recorded.
-  if (auto st = d.get(d.root, "allocator_settings"); st && d.at(*st).k == pnode::kind::dict) {
-    const fields f{d, origin, *st, "allocator_settings"};
-    s.settings.recorded = true;
-    s.settings.conf = f.str("PYTORCH_CUDA_ALLOC_CONF");
-    if (auto ms = f.opt_int("max_split_size"); ms && *ms > 0 && *ms < (std::int64_t{1} << 60))
-      s.settings.max_split_size = *ms;
-    if (auto e = d.get(*st, "expandable_segments"))
-      s.settings.expandable_segments = d.integer(*e).value_or(0);
-    if (auto g = d.get(*st, "garbage_collection_threshold"); g && d.at(*g).k == pnode::kind::floating)
-      s.settings.garbage_collection_threshold = d.at(*g).f;
-  }
-  if (auto cap = top.opt_int("total_memory"); cap && *cap > 0) s.capacity = *cap;
-  // Segments.
-  if (auto segs = top.list("segments")) {
-    const auto& kids = d.at(*segs).kids;
-    for (std::size_t i = 0; i < kids.size(); ++i) {
-      const fields f{d, origin, kids[i], "segments[" + std::to_string(i) + "]"};
-      if (d.at(kids[i]).k != pnode::kind::dict) throw bad_input(origin, f.where + " is not a dict");
-      snap_segment g;
-      g.device = f.opt_int("device").value_or(0);
-      g.address = static_cast<std::uint64_t>(f.integer("address"));
-      g.total_size = f.size("total_size");
-      g.allocated_size = f.opt_int("allocated_size").value_or(0);
-      g.requested_size = f.opt_int("requested_size").value_or(0);
-      g.stream = f.opt_int("stream").value_or(0);
-      g.small = f.str("segment_type", "large") == "small";
-      if (auto e = d.get(kids[i], "is_expandable")) g.expandable = d.integer(*e).value_or(0);
-      if (auto blocks = f.list("blocks")) {
-        const auto& bk = d.at(*blocks).kids;
-        for (std::size_t b = 0; b < bk.size(); ++b) {
-          const fields x{d, origin, bk[b], f.where + ".blocks[" + std::to_string(b) + "]"};
-          if (d.at(bk[b]).k != pnode::kind::dict) throw bad_input(origin, x.where + " is not a dict");
-          snap_block blk;
-          blk.size = x.size("size");
-          blk.requested = x.opt_int("requested_size").value_or(blk.size);
-          const std::string state = x.str("state");
-          blk.allocated = state == "active_allocated" || state == "active_pending_free";
-          blk.address = static_cast<std::uint64_t>(x.opt_int("address").value_or(0));
-          if (auto fr = x.list("frames")) blk.frames = *fr;
-          g.blocks.push_back(blk);
-        }
-      }
-      s.segments.push_back(std::move(g));
-    }
-  }
-  // Device traces.
-  auto traces = top.list("device_traces");
-  if (!traces)
-    throw bad_input(origin, "snapshot.device_traces is missing: record with _record_memory_history()");
-  const auto& devs = d.at(*traces).kids;
-  if (devs.size() > 4096) throw bad_input(origin, "more than 4096 device traces");
-  for (std::size_t dev = 0; dev < devs.size(); ++dev) {
-    const auto k = d.at(devs[dev]).k;
-    if (k != pnode::kind::list && k != pnode::kind::tuple)
-      throw bad_input(origin, "device_traces[" + std::to_string(dev) + "] is not a list");
-    std::vector<snap_event> events;
-    const auto& ev = d.at(devs[dev]).kids;
-    events.reserve(ev.size());
-    for (std::size_t i = 0; i < ev.size(); ++i) {
-      const fields f{d, origin, ev[i],
-                     "device_traces[" + std::to_string(dev) + "][" + std::to_string(i) + "]"};
-      if (d.at(ev[i]).k != pnode::kind::dict) throw bad_input(origin, f.where + " is not a dict");
-      snap_event e;
-      e.action = action_from(f.str("action"));
-      e.addr = static_cast<std::uint64_t>(f.opt_int("addr").value_or(0));
-      e.size = f.opt_int("size").value_or(0);
-      if (e.size < 0 || e.size > (std::int64_t{1} << 50))
-        throw bad_input(origin, f.where + ".size is absurd (" + std::to_string(e.size) + ")");
-      e.stream = f.opt_int("stream").value_or(0);
-      e.time_us = f.opt_int("time_us").value_or(0);
-      e.device_free = f.opt_int("device_free").value_or(-1);
-      if (auto fr = f.list("frames")) e.frames = *fr;
-      events.push_back(e);
-    }
-    s.devices.push_back(std::move(events));
-  }
+  budget b(limits, origin);
+  read_settings(s, top);
+  if (auto cap = top.opt_int(slot("total_memory")); cap && *cap > 0) s.capacity = *cap;
+  read_segments(s, top, b);
+  read_traces(s, top, b);
+  check_consistent(s);
   return s;
 }
 
-torch_snapshot load_snapshot(const std::string& path) {
-  const std::string bytes = read_all(path);
-  return parse_snapshot(bytes, path);
+torch_snapshot load_snapshot(const std::string& path, const snapshot_limits& limits) {
+  const std::string bytes = read_regular_file(path, limits.max_pickle_bytes, "a snapshot");
+  return parse_snapshot(bytes, shown_name(path), limits);
 }
 
 }  // namespace headroom::probes

@@ -128,7 +128,8 @@ class reader {
           push_text(pnode::kind::bytes, le(8));
           break;
         case '(':
-          if (m_marks.size() >= m_limits.max_depth) fail("marks nested deeper than the limit");
+          if (m_marks.size() >= m_limits.max_depth)
+            fail("marks nested deeper than " + std::to_string(m_limits.max_depth) + " (the limit)");
           m_marks.push_back(m_stack.size());
           break;
         case 0x85:
@@ -274,14 +275,16 @@ class reader {
     return v;
   }
   std::uint32_t make(pnode::kind k) {
-    if (m_doc.nodes.size() >= m_limits.max_nodes) fail("more values than the limit");
+    if (m_doc.nodes.size() >= m_limits.max_nodes)
+      fail("more than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
     m_doc.nodes.emplace_back();
     m_doc.nodes.back().k = k;
     return static_cast<std::uint32_t>(m_doc.nodes.size() - 1);
   }
   std::size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
   void push(std::uint32_t id) {
-    if (m_stack.size() >= m_limits.max_nodes) fail("a stack deeper than the limit");
+    if (m_stack.size() >= m_limits.max_nodes)
+      fail("a stack deeper than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
     m_stack.push_back(id);
   }
   std::uint32_t pop() {
@@ -339,7 +342,8 @@ class reader {
     push(id);
   }
   void push_text(pnode::kind k, std::uint64_t n) {
-    if (n > m_limits.max_string) fail("a string longer than the limit");
+    if (n > m_limits.max_string)
+      fail("a string longer than " + std::to_string(m_limits.max_string) + " bytes (the limit)");
     const std::string_view raw = take(n);
     auto id = make(k);
     m_doc.nodes[id].s.assign(raw.data(), raw.size());
@@ -356,7 +360,8 @@ class reader {
     d.kids.insert(d.kids.end(), items.begin(), items.end());
   }
   void memo_put(std::uint64_t key, std::uint32_t id) {
-    if (key >= m_limits.max_memo) fail("a memo index beyond the limit");
+    if (key >= m_limits.max_memo)
+      fail("a memo index beyond " + std::to_string(m_limits.max_memo) + " (the limit)");
     if (key >= m_memo.size()) m_memo.resize(static_cast<std::size_t>(key) + 1, UINT32_MAX);
     m_memo[static_cast<std::size_t>(key)] = id;
     if (key == m_memo_next) ++m_memo_next;

@@ -40,8 +40,10 @@ struct pdoc {
   std::optional<std::string_view> string(std::uint32_t id) const;
 };
 
+// What a pickle may hold. Distinct values only: what the memo shares is stored once (pdoc), and the
+// snapshot parser counts what it expands (snapshot_limits, snapshot.hpp).
 struct pickle_limits {
-  std::size_t max_nodes = 50'000'000;
+  std::size_t max_nodes = std::size_t{1} << 24;  // values (80 bytes each in memory: at most 1.3 GB)
   std::size_t max_memo = 1u << 24;
   std::size_t max_depth = 100'000;  // the stack of open marks
   std::size_t max_string = 1u << 30;

@@ -72,11 +72,35 @@ struct torch_snapshot {
   std::optional<std::int64_t> capacity;  // bytes of the device, when the snapshot records it
 };
 
+// What a snapshot may be, so a hostile or careless file is refused in seconds with bounded memory.
+struct snapshot_limits {
+  // A snapshot file written as a pickle: real ones hold about one value per 23 bytes, so a 256 MiB file is
+  // about 12 million values, under pickle_limits' 16 million (each value is 80 bytes in memory).
+  std::uintmax_t max_pickle_bytes = std::uintmax_t{256} << 20;
+  std::uintmax_t max_json_bytes = std::uintmax_t{64} << 20;  // as JSON (every JSON input's limit)
+  // Records (events, segments, blocks) and the dict entries behind them, counted as they are
+  // materialised: a list the pickle's memo references twice counts twice, so a 400 KB pickle that repeats
+  // one event list thousands of times is refused before it is expanded. A real event costs at least 40
+  // bytes of pickle, so no real file under the size limit holds 2^23 records (about 0.5 GB as events).
+  std::size_t max_records = std::size_t{1} << 23;
+  std::size_t max_fields = std::size_t{1} << 27;
+};
+
 // Returns the snapshot in `bytes` (a pickle, or the same content as JSON). Throws bad_input naming the
-// problem: not a pickle / JSON, an opcode outside the plain-data subset, a missing or mistyped field.
-torch_snapshot parse_snapshot(std::string_view bytes, const std::string& origin);
-// Reads and parses the file at `path`. Throws bad_input when it cannot be read or parsed.
-torch_snapshot load_snapshot(const std::string& path);
+// problem: not a pickle / JSON, an opcode outside the plain-data subset, a missing or mistyped field, a
+// limit passed, or a snapshot that contradicts itself (check_consistent).
+torch_snapshot parse_snapshot(std::string_view bytes, const std::string& origin,
+                              const snapshot_limits& limits = {});
+// Reads (read_regular_file, planner/model_files.hpp) and parses the file at `path`. Throws bad_input when it
+// is not a regular file, is over the size limit, or cannot be read or parsed.
+torch_snapshot load_snapshot(const std::string& path, const snapshot_limits& limits = {});
+
+// Throws bad_input("<origin>", "inconsistent snapshot: ...") naming the first contradiction: a block
+// outside its segment or blocks larger than their segment, overlapping blocks or segments, a
+// max_split_size PyTorch refuses (below 20 MiB), a range mapped twice or unmapped twice by the segment
+// events, a segment freed with another size than it was allocated with, or segment events whose end state
+// is not the final segments (bytes left mapped that no segment holds, or a segment over unmapped bytes).
+void check_consistent(const torch_snapshot& s);
 
 // Returns "name (file.py:line)" of the first stack frame in user code (a .py file outside torch itself),
 // else the first Python frame, else "" when the event carries no frames.

@@ -1,0 +1,271 @@
+// cli_readers_test.cpp: runs the built `headroom` binary on hostile or careless input: readers of outside
+// files: non-files, size caps, expanding pickles, long names, inconsistent snapshots, model-file validation.
+// Every refusal must be one line on stderr naming the problem and exit status 2 (cli/exit_codes.hpp), fast.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Asserts that `r` is one refusal for bad input whose line contains `says`.
+void expect_refused(const result& r, const std::string& says) {
+  EXPECT_EQ(r.status, 2) << r.err << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("headroom: bad input: ", 0), 0u) << r.err;
+  EXPECT_LE(r.err.size(), 282u) << r.err;
+  EXPECT_NE(r.err.find(says), std::string::npos) << "wanted '" << says << "' in: " << r.err;
+}
+
+// Runs `headroom ARGS` under a 60 s guard (a hang would exit 124) and returns the result and the seconds.
+std::pair<result, double> timed(const std::string& args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  result r = run_with("timeout 60", args);
+  return {r, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// Writes `script` (Python 3, only the standard library) to a file and runs it with `path` as argv[1];
+// returns false when there is no python3 here.
+bool python(const std::string& script, const std::string& path) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) return false;
+  const std::string file = scratch("gen.py");
+  std::ofstream(file) << script;
+  return std::system(("python3 " + file + " " + path).c_str()) == 0;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string p = scratch(name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+// ---- item 2: pickles that expand through the memo -------------------------------------------------
+
+// Plain pickle.dumps: one event list of 200,000 references to one event, the trace 4,096 references to
+// that list (about 400 KB). Expanded, 819 million events: refused by the record cap before expanding.
+TEST(CliReaders, PickleRepeatingOneEventListIsRefusedFastByTheCap) {
+  const std::string p = scratch("expand.pickle");
+  if (!python(
+          "import pickle,sys\n"
+          "ev={'action':'alloc','addr':1,'size':512,'stream':0}\n"
+          "l=[ev]*200000\n"
+          "open(sys.argv[1],'wb').write(pickle.dumps({'segments':[],'device_traces':[l]*4096},protocol=4))\n",
+          p))
+    GTEST_SKIP() << "no python3 to write the pickle";
+  EXPECT_LT(fs::file_size(p), 1u << 20);
+  for (const std::string cmd : {"snapshot ", "probe snapshot "}) {
+    const auto [r, secs] = timed(cmd + p);
+    expect_refused(r, "more than 8388608 records");
+    EXPECT_LT(secs, 10.0) << cmd;
+  }
+}
+
+// Segments repeated by reference, each with one block list repeated by reference.
+TEST(CliReaders, PickleRepeatingSegmentsIsRefusedFastByTheCap) {
+  const std::string p = scratch("segments.pickle");
+  if (!python("import pickle,sys\n"
+              "b={'address':0,'size':512,'requested_size':512,'state':'inactive'}\n"
+              "g={'device':0,'address':4096,'total_size':512,'stream':0,'blocks':[b]*100000}\n"
+              "open(sys.argv[1],'wb').write(pickle.dumps({'segments':[g]*100000,'device_traces':[[]]}))\n",
+              p))
+    GTEST_SKIP() << "no python3 to write the pickle";
+  const auto [r, secs] = timed("snapshot " + p);
+  expect_refused(r, "more than 8388608 records");
+  EXPECT_NE(r.err.find("segments["), std::string::npos) << r.err;
+  EXPECT_LT(secs, 10.0);
+}
+
+// One event dict with 100,000 keys shared by 100,000 events: every record's dict is scanned once, so a
+// record has at most 256 fields; and 200 fields shared by a million events pass the total field cap.
+TEST(CliReaders, PickleRepeatingAWideEventDictIsRefusedFast) {
+  const std::string p = scratch("wide.pickle");
+  if (!python("import pickle,sys\n"
+              "ev={'k%d'%i:i for i in range(int(sys.argv[2]))}\n"
+              "ev.update({'action':'alloc','addr':1,'size':512})\n"
+              "n=int(sys.argv[3])\n"
+              "open(sys.argv[1],'wb').write(pickle.dumps({'segments':[],'device_traces':[[ev]*n]}))\n",
+              p + " 100000 100000"))
+    GTEST_SKIP() << "no python3 to write the pickle";
+  const auto [r, secs] = timed("snapshot " + p);
+  expect_refused(r, "device_traces[0][0] has 100003 fields: a snapshot record has at most 256");
+  EXPECT_LT(secs, 10.0);
+  ASSERT_TRUE(
+      python("import pickle,sys\n"
+             "ev={'k%d'%i:i for i in range(200)}\n"
+             "ev.update({'action':'alloc','addr':1,'size':512})\n"
+             "open(sys.argv[1],'wb').write(pickle.dumps({'segments':[],'device_traces':[[ev]*1000000]}))\n",
+             p));
+  const auto [r2, secs2] = timed("snapshot " + p);
+  expect_refused(r2, "more than 134217728 record fields");
+  EXPECT_LT(secs2, 10.0);
+}
+
+// One frames list of 300,000 frames outside Python, shared by 100,000 allocations: each list is named once,
+// not once per allocation (3 x 10^10 frame visits before, about 45 s).
+TEST(CliReaders, SharedFramesListIsNamedOnce) {
+  const std::string p = scratch("frames.pickle");
+  if (!python("import pickle,sys\n"
+              "f=[{'filename':'libc10.so','name':'alloc','line':0}]*300000\n"
+              "ev=[{'action':'alloc','addr':4096+512*i,'size':512,'stream':0,'frames':f} for i in "
+              "range(100000)]\n"
+              "open(sys.argv[1],'wb').write(pickle.dumps({'segments':[],'device_traces':[ev]}))\n",
+              p))
+    GTEST_SKIP() << "no python3 to write the pickle";
+  const std::string out = scratch("frames-trace.json");
+  const auto [r, secs] = timed("snapshot " + p + " --trace " + out);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(secs, 10.0);
+  EXPECT_TRUE(fs::exists(out));
+}
+
+// ---- item 4: inputs that are not regular files ----------------------------------------------------
+
+TEST(CliReaders, FifoIsRefusedNotWaitedOn) {
+  const std::string fifo = scratch("s.pickle");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string json_fifo = scratch("m.json");
+  ASSERT_EQ(::mkfifo(json_fifo.c_str(), 0600), 0);
+  for (const std::string& args :
+       {"snapshot " + fifo, "probe snapshot " + fifo, "plan --model " + json_fifo + " --gpus 8",
+        "plan --hf-config " + json_fifo + " --gpus 8", g + "--gpus 8 --recipe " + json_fifo,
+        g + "--gpus 8 --calibration " + json_fifo}) {
+    SCOPED_TRACE(args);
+    const auto [r, secs] = timed(args);
+    expect_refused(r, "not a regular file");
+    EXPECT_LT(secs, 10.0);
+  }
+}
+
+TEST(CliReaders, DevicesAndDirectoriesAreRefused) {
+  const auto [z, secs] = timed("snapshot /dev/zero");
+  expect_refused(z, "not a regular file");
+  EXPECT_LT(secs, 10.0);
+  const std::string dir = scratch("a-directory.json");
+  fs::create_directories(dir);
+  for (const std::string& args :
+       {"snapshot " + dir, "plan --model " + dir + " --gpus 8", "plan --hf-config " + dir + " --gpus 8",
+        g + "--gpus 8 --recipe " + dir, std::string("plan --model /dev/null --gpus 8")}) {
+    SCOPED_TRACE(args);
+    expect_refused(run(args), "not a regular file");
+  }
+  // A preset that is a directory (HEADROOM_PRESET_DIR/NAME.json).
+  const std::string presets = scratch("presets");
+  fs::create_directories(presets + "/odd.json");
+  expect_refused(run_with("HEADROOM_PRESET_DIR=" + presets, "plan --preset odd --gpus 8"),
+                 "not a regular file");
+}
+
+TEST(CliReaders, SnapshotSizeIsCapped) {
+  // Sparse files: nothing is written, the size is what counts.
+  const std::string big = scratch("big.pickle");
+  { std::ofstream(big) << "\x80\x04"; }
+  fs::resize_file(big, (std::uintmax_t{256} << 20) + 1);
+  const auto [r, secs] = timed("snapshot " + big);
+  expect_refused(r, "larger than the 256 MiB a snapshot may be");
+  EXPECT_LT(secs, 10.0);
+  const std::string json = scratch("big.json");
+  { std::ofstream(json) << "{"; }
+  fs::resize_file(json, (std::uintmax_t{64} << 20) + 1);
+  expect_refused(run("snapshot " + json), "larger than the 64 MiB a snapshot written as JSON may be");
+}
+
+// ---- item 11: names and paths, whatever they are --------------------------------------------------
+
+TEST(CliReaders, LongOrOddNamesAreUnknownNotInternalErrors) {
+  const std::string long5k(5000, 'r');
+  const std::string long100k(100000, 'p');
+  expect_refused(run(g + "--gpus 8 --recipe " + long5k), "unknown recipe 'rrrr");
+  expect_refused(run("plan --preset " + long100k + " --gpus 8"), "unknown preset 'pppp");
+  expect_refused(run("plan --preset " + std::string(300, 'q') + " --gpus 8"), "unknown preset 'qqqq");
+  for (const char* name : {"../presets/gpt3-175b", "..", ".", "gpt3-175b/", "'gpt3 175b'", "'.hidden'",
+                           "'-x'", "'gpt3-175b;ls'", "'caf\xc3\xa9'"}) {
+    SCOPED_TRACE(name);
+    expect_refused(run(std::string("plan --preset ") + name + " --gpus 8"), "unknown preset");
+  }
+  // Paths: a name longer than a file name may be, at every reader that takes one.
+  expect_refused(run("plan --model " + long5k + ".json --gpus 8"), "file name too long");
+  expect_refused(run("plan --hf-config /tmp/" + long5k + " --gpus 8"), "file name too long");
+  expect_refused(run("snapshot " + long5k), "file name too long");
+  expect_refused(run("plan --model /no/such/dir/m.json --gpus 8"), "missing");
+}
+
+// ---- item 15: one validation of a model, whatever file it came from ----------------------------------
+
+TEST(CliReaders, HeadsMustDivideHiddenFromEverySource) {
+  const std::string hf = write("odd-gpt2.json", R"({"model_type": "gpt2", "n_embd": 100, "n_head": 3,
+    "n_layer": 2, "vocab_size": 1000, "n_positions": 1024})");
+  const std::string model =
+      write("odd-model.json", R"({"layers": 2, "hidden": 100, "heads": 3, "vocab": 1000})");
+  const std::string llama = write("odd-llama.json", R"({"model_type": "llama", "hidden_size": 100,
+    "num_attention_heads": 3, "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 1000})");
+  for (const auto& args : {"plan --hf-config " + hf + " --gpus 8", "plan --model " + model + " --gpus 8",
+                           "plan --hf-config " + llama + " --gpus 8"}) {
+    SCOPED_TRACE(args);
+    expect_refused(run(args), "model.heads: must divide hidden (100), got 3 heads");
+  }
+  // A source that states head_dim (as Gemma's config does) is taken as it says.
+  const std::string stated = write("stated-llama.json", R"({"model_type": "llama", "hidden_size": 100,
+    "num_attention_heads": 3, "head_dim": 32, "num_hidden_layers": 2, "intermediate_size": 256,
+    "vocab_size": 1000})");
+  EXPECT_EQ(run("plan --hf-config " + stated + " --gpus 8").status, 0);
+}
+
+// ---- item 20: snapshots that contradict themselves --------------------------------------------------
+
+nlohmann::json event(const char* action, std::uint64_t addr, std::int64_t size) {
+  return {{"action", action}, {"addr", addr}, {"size", size}, {"stream", 0}};
+}
+
+TEST(CliReaders, InconsistentSnapshotsAreRefusedNotCompared) {
+  const std::int64_t M = 1 << 20;
+  const std::uint64_t L = 0x200000000000ULL;
+  const nlohmann::json settings = {
+      {"PYTORCH_CUDA_ALLOC_CONF", ""}, {"max_split_size", -1}, {"expandable_segments", false}};
+  // Blocks larger than their segment.
+  nlohmann::json blocks = nlohmann::json::array(
+      {{{"address", L}, {"size", 40 * M}, {"requested_size", 40 * M}, {"state", "active_allocated"}}});
+  const nlohmann::json fat = {
+      {"segments", {{{"device", 0}, {"address", L}, {"total_size", 20 * M}, {"blocks", blocks}}}},
+      {"device_traces", {{event("segment_alloc", L, 20 * M), event("alloc", L, 40 * M)}}},
+      {"allocator_settings", settings}};
+  const std::string fat_file = write("fat.json", fat.dump());
+  for (const std::string cmd : {"snapshot ", "probe snapshot "})
+    expect_refused(run(cmd + fat_file), "inconsistent snapshot: segments[0].blocks[0] makes the blocks 40");
+  // segment_map 40 MiB, segment_unmap 20 MiB at the same address, and no final segment: 20 MiB left mapped
+  // that the snapshot does not hold.
+  const nlohmann::json maps = {
+      {"segments", nlohmann::json::array()},
+      {"device_traces",
+       {{event("segment_map", L, 40 * M), event("alloc", L, 4 * M), event("free_requested", L, 4 * M),
+         event("free_completed", L, 4 * M), event("segment_unmap", L, 20 * M)}}},
+      {"allocator_settings", settings}};
+  expect_refused(run("probe snapshot " + write("maps.json", maps.dump())),
+                 "device_traces[0][0] (segment_map of 40 MiB at 0x200000000000) leaves 20 MiB");
+  // The same range unmapped twice.
+  auto twice = maps;
+  twice["device_traces"][0][4]["size"] = 40 * M;
+  twice["device_traces"][0].push_back(event("segment_unmap", L, 20 * M));
+  expect_refused(run("probe snapshot " + write("twice.json", twice.dump())),
+                 "device_traces[0][5] (segment_unmap of 20 MiB at 0x200000000000) unmaps bytes event 4 "
+                 "unmapped");
+  // A snapshot's max_split_size of 1 byte is the snapshot's setting, not a flag.
+  nlohmann::json ms = maps;
+  ms["device_traces"][0][4]["size"] = 40 * M;
+  ms["allocator_settings"]["max_split_size"] = 1;
+  const auto r = run("probe snapshot " + write("ms.json", ms.dump()));
+  expect_refused(r, "the snapshot's allocator_settings.max_split_size is 1 bytes");
+  EXPECT_EQ(r.err.find("max-split-size-mb"), std::string::npos) << r.err;
+  // And the consistent one replays.
+  ms["allocator_settings"]["max_split_size"] = -1;
+  EXPECT_EQ(run("probe snapshot " + write("ok.json", ms.dump())).status, 0);
+}
+
+}  // namespace
