@@ -94,7 +94,7 @@ std::string shown(const std::string& s) {
   return s.empty() ? "-" : printable(s);
 }
 
-std::string gib(double b) {
+std::string gib_text(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f GiB", b / (1024.0 * 1024 * 1024));
   return buf;
@@ -148,16 +148,16 @@ std::string calibration_summary(const calibrate::calibration& c, std::size_t rec
                   c.terms[t].value, c.terms[t].stderr_, units[t]);
     s << line << "  (" << printable(c.terms[t].why) << ")\n";
   }
-  s << "  margin         " << gib(c.margin) << "  (" << printable(c.margin_rule) << ")\n\n";
+  s << "  margin         " << gib_text(c.margin) << "  (" << printable(c.margin_rule) << ")\n\n";
   s << "residuals (reserve needed - predicted):\n";
   for (const auto& r : c.records) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%+.1f%%", r.y != 0 ? 100.0 * r.residual / std::fabs(r.y) : 0.0);
     s << "  " << printable(r.origin) << " [" << printable(r.kind) << " " << printable(r.backend)
-      << (r.measured ? "" : ", emulated") << "]: needed " << gib(r.y) << ", predicted " << gib(r.predicted)
-      << ", residual " << gib(r.residual) << " (" << pct << ")\n";
+      << (r.measured ? "" : ", emulated") << "]: needed " << gib_text(r.y) << ", predicted " << gib_text(r.predicted)
+      << ", residual " << gib_text(r.residual) << " (" << pct << ")\n";
   }
-  s << "worst: " << printable(c.worst_origin) << " (" << gib(c.worst_residual) << ")\n";
+  s << "worst: " << printable(c.worst_origin) << " (" << gib_text(c.worst_residual) << ")\n";
   return s.str();
 }
 
@@ -167,8 +167,8 @@ std::string moved_line(const calibrate::moved_figure& m) {
   const std::string figure = printable(m.figure, 80);
   if (m.bytes)
     std::snprintf(line, sizeof line, "%s %s: %s -> %s (%+.1f MiB, %+.2f%%)",
-                  m.exceeds ? "REGRESSION" : "moved     ", figure.c_str(), gib(m.old_value).c_str(),
-                  gib(m.new_value).c_str(), (m.new_value - m.old_value) / (1 << 20),
+                  m.exceeds ? "REGRESSION" : "moved     ", figure.c_str(), gib_text(m.old_value).c_str(),
+                  gib_text(m.new_value).c_str(), (m.new_value - m.old_value) / (1 << 20),
                   m.old_value != 0 ? 100 * (m.new_value - m.old_value) / std::fabs(m.old_value) : 0.0);
   else
     std::snprintf(line, sizeof line, "%s %s: %.4f -> %.4f", m.exceeds ? "REGRESSION" : "moved     ",

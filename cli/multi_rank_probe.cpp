@@ -133,7 +133,7 @@ class cli_rank_host final : public rank_host {
   std::optional<probe_target> m_target;
 };
 
-std::string gib(std::int64_t b) {
+std::string gib2(std::int64_t b) {
   return gib_str(b, 2);
 }
 
@@ -151,10 +151,10 @@ void print_row(std::ostream& out, const rank_summary& s, const rank_row& r) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%5d  %-14.14s %4d %4d %4d %4d %10s %10s %10s %10s %12s %8s  ", r.rank,
                 r.hostname.empty() ? "?" : r.hostname.c_str(), r.coords.tp, r.coords.cp, r.coords.dp,
-                r.coords.pp, gib(r.predicted_step_peak).c_str(), has ? gib(r.requested).c_str() : "-",
-                has ? gib(r.allocated).c_str() : "-", has ? gib(r.reserved).c_str() : "-",
-                r.device_used ? gib(*r.device_used).c_str() : "-",
-                r.nccl_bytes ? gib(*r.nccl_bytes).c_str() : "-");
+                r.coords.pp, gib2(r.predicted_step_peak).c_str(), has ? gib2(r.requested).c_str() : "-",
+                has ? gib2(r.allocated).c_str() : "-", has ? gib2(r.reserved).c_str() : "-",
+                r.device_used ? gib2(*r.device_used).c_str() : "-",
+                r.nccl_bytes ? gib2(*r.nccl_bytes).c_str() : "-");
   out << buf << note << "\n";
 }
 
@@ -176,9 +176,9 @@ void print_table(std::ostream& out, const rank_summary& s, const problem& p, con
   if (s.worst_rank) {
     const auto& w = s.rows[static_cast<std::size_t>(*s.worst_rank)];
     out << "worst rank: " << w.rank << " (stage " << w.stage << "), "
-        << (w.device_used ? "device used " + gib(*w.device_used) : "peak reserved " + gib(w.reserved))
+        << (w.device_used ? "device used " + gib2(*w.device_used) : "peak reserved " + gib2(w.reserved))
         << " GiB; the planner's worst stage: " << s.planner_worst_stage << " (step peak "
-        << gib(s.planner_worst_step_peak) << " GiB): "
+        << gib2(s.planner_worst_step_peak) << " GiB): "
         << (s.worst_agrees ? "agree" : "DISAGREE (the measured worst rank is not on a predicted worst stage)")
         << "\n";
   }

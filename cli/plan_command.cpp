@@ -125,11 +125,12 @@ recompute_mode recompute_from(const std::string& s) {
   return named<recompute_mode>(s, "recompute");
 }
 
+
+}  // namespace
+
 bool given(const plan_options& o, const char* name) {
   return o.app && o.app->count(name) > 0;
 }
-
-}  // namespace
 
 problem problem_from(const plan_options& o) {
   problem p;

@@ -39,8 +39,11 @@ struct plan_options {
   std::int64_t top = 20;
   int max_gpus = 16384;
   cost_model costs;
-  CLI::App* app = nullptr;  // to ask which options were given
+  CLI::App* app = nullptr;  // to ask which options were given (given())
 };
+
+// Returns whether option `name` ("--reserve") was given on the command line.
+bool given(const plan_options& o, const char* name);
 
 // Adds the model, training, layout and device options that plan, trace and probe share.
 void add_problem_options(CLI::App* c, plan_options& o);

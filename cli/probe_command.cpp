@@ -119,10 +119,6 @@ std::string g2(std::int64_t v) {
   return gib_str(v, 2);
 }
 
-std::string mib1(std::int64_t v, int decimals = 1) {
-  return fixed(to_mib(v), decimals);
-}
-
 // The trace file of `probe replay --trace`, checked against the command line's case: the record compares
 // the replay with the planner's figures for that case, so a trace of another model or layout would make
 // that comparison (and the implied reserve) meaningless.
@@ -205,8 +201,8 @@ void write_device_lines(std::ostream& out, const replay_view& v) {
     out << "driver pool high-water: reserved " << g2(m.pool->reserved_high) << " GiB, used "
         << g2(m.pool->used_high) << " GiB\n";
   if (m.cleanup)
-    out << "device back at its starting free memory (" << mib1(m.cleanup->missing()) << " MiB short, "
-        << mib1(m.cleanup->slack, 0) << " MiB allowed)\n";
+    out << "device back at its starting free memory (" << mib_str(m.cleanup->missing()) << " MiB short, "
+        << mib_str(m.cleanup->slack, 0) << " MiB allowed)\n";
 }
 
 // Where the peaks and an out-of-memory fell, and the files written.

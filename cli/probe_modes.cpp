@@ -109,10 +109,6 @@ overhead_layer context_in_child(const std::string& mode) {
   }
 }
 
-std::string mib1(std::int64_t bytes) {
-  return fixed(to_mib(bytes), 1);
-}
-
 std::string overheads_text(const overheads& r, const environment& env, const problem& p,
                            const std::string& json_out) {
   std::ostringstream out;
@@ -124,14 +120,14 @@ std::string overheads_text(const overheads& r, const environment& env, const pro
   out << buf;
   for (const auto& x : r.layers) {
     std::snprintf(buf, sizeof buf, "  %-24s %12s %14s   ", x.name.c_str(),
-                  x.bytes ? mib1(*x.bytes).c_str() : "-", (gib_str(x.used_after, 2) + " GiB").c_str());
+                  x.bytes ? mib_str(*x.bytes).c_str() : "-", (gib_str(x.used_after, 2) + " GiB").c_str());
     out << buf << x.note << "\n";
   }
   if (r.context_other_mode)
     out << "\nCUDA context with CUDA_MODULE_LOADING=" << r.other_module_loading << ": "
-        << (r.context_other_mode->bytes ? mib1(*r.context_other_mode->bytes) + " MiB" : std::string("-"))
+        << (r.context_other_mode->bytes ? mib_str(*r.context_other_mode->bytes) + " MiB" : std::string("-"))
         << " (" << r.context_other_mode->note << ")\n";
-  out << "\nfixed overhead (context + cuBLAS + NCCL, measured layers): " << mib1(r.fixed_bytes())
+  out << "\nfixed overhead (context + cuBLAS + NCCL, measured layers): " << mib_str(r.fixed_bytes())
       << " MiB of the planner's " << gib_str(p.device.reserve.fixed, 1) << " GiB reserve\n";
   if (!json_out.empty()) out << "overheads record written to " << json_out << "\n";
   return out.str();

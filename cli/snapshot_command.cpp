@@ -32,10 +32,6 @@ std::string mib(std::int64_t b) {
   return mib_str(b, 2) + " MiB";
 }
 
-bool given(const plan_options& o, const char* name) {
-  return o.app && o.app->count(name) > 0;
-}
-
 // The record of `probe snapshot` (records::kind::snapshot_replay): the emulation's figures beside the real
 // allocator's, and where they first differ.
 nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, const snapshot_replay& r,

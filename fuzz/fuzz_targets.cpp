@@ -1,8 +1,11 @@
 // fuzz_targets.cpp: the body of every fuzz target, one per reader (see fuzz_targets.hpp). Each input goes
-// through the depth- and size-capped parser (or the snapshot reader) and then the target's reader; whatever
-// it accepts is used, and invariants beyond "no crash" are checked: a plan's total is the sum of its terms,
-// "fits" means the decisive total is within the capacity, no byte count is negative, a replay's reserved
-// bytes cover its allocated ones. A violation aborts (a finding).
+// through the depth- and size-capped parser (or the snapshot reader, under small limits so that a pickle
+// expanding through its memo meets them at once) and then the target's reader; whatever it accepts is used,
+// and invariants beyond "no crash" are checked: a plan's total is the sum of its terms, "fits" means the
+// decisive total is within the capacity, no byte count is negative, a replay's reserved bytes cover its
+// allocated ones, a snapshot holds no more records than its limit. The targets over the launcher's
+// variables, printable strings and output files are in launcher_target.cpp, printable_target.cpp and
+// outputs_target.cpp. A violation aborts (a finding).
 #include "fuzz_targets.hpp"
 
 #include <cstddef>
@@ -12,25 +15,22 @@
 #include <string_view>
 
 #include "calibrate/calibration.hpp"
+#include "fuzz_internal.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "probes/allocators/caching_allocator.hpp"
 #include "probes/cases/measurement.hpp"
-#include "probes/trace/replay.hpp"
 #include "probes/devices/sim_device.hpp"
 #include "probes/snapshots/snapshot.hpp"
 #include "probes/snapshots/snapshot_record.hpp"
 #include "probes/snapshots/what_if.hpp"
+#include "probes/trace/replay.hpp"
 #include "probes/trace/trace_io.hpp"
 
 namespace headroom::fuzz {
 namespace {
-
-void require(bool ok) {
-  if (!ok) std::abort();
-}
 
 void check_plan(const problem& p, const layout& l) {
   const breakdown b = estimate(p, l);
@@ -54,10 +54,25 @@ void attempt(F&& f) {
   }
 }
 
+// Small limits: a memo-expanding pickle in the corpus meets them in microseconds, and what is accepted
+// stays cheap to replay.
+probes::snapshot_limits small_limits() {
+  probes::snapshot_limits l;
+  l.max_pickle_bytes = l.max_json_bytes = std::uintmax_t{1} << 20;
+  l.max_records = 4096;
+  l.max_fields = 65536;
+  return l;
+}
+
 void fuzz_snapshot(std::string_view bytes) {
   using namespace probes;
   try {
-    const torch_snapshot s = parse_snapshot(bytes, "fuzz");
+    static const snapshot_limits limits = small_limits();
+    const torch_snapshot s = parse_snapshot(bytes, "fuzz", limits);
+    std::size_t records = s.segments.size();
+    for (const auto& g : s.segments) records += g.blocks.size();
+    for (const auto& d : s.devices) records += d.size();
+    require(records <= limits.max_records);
     const snap_summary sum = summarise(s);
     (void)sum;
     for (int d = 0; d < static_cast<int>(s.devices.size()) && d < 2; ++d) {
@@ -79,8 +94,9 @@ void fuzz_snapshot(std::string_view bytes) {
 }  // namespace
 
 const std::vector<std::string>& fuzz_target_names() {
-  static const std::vector<std::string> names = {"model", "hf_config",   "recipe",      "problem",
-                                                 "trace", "measurement", "calibration", "snapshot"};
+  static const std::vector<std::string> names = {"model",    "hf_config",   "recipe",      "problem",
+                                                 "trace",    "measurement", "calibration", "snapshot",
+                                                 "launcher", "printable",   "outputs"};
   return names;
 }
 
@@ -90,6 +106,10 @@ int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size
     fuzz_snapshot(bytes);
     return 0;
   }
+  if (target == "launcher") fuzz_launcher(bytes);
+  if (target == "printable") fuzz_printable(bytes);
+  if (target == "outputs") fuzz_outputs(bytes);
+  if (target == "launcher" || target == "printable" || target == "outputs") return 0;
   const std::string text(bytes);
   nlohmann::json j;
   try {

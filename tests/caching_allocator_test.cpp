@@ -2,6 +2,7 @@
 // exact segments and blocks that must result (docs/allocator-rules.md lists the rules; the sources are
 // c10/cuda/CUDACachingAllocator.cpp's round_size, get_allocation_size, get_free_block, should_split,
 // free_block and release_cached_blocks).
+#include "test_support.hpp"
 #include "probes/allocators/caching_allocator.hpp"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,6 @@
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = mib;
 
 struct fixture {
   sim_device dev;

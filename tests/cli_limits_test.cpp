@@ -70,7 +70,9 @@ TEST(CliLimits, ShardingSettingsThatNoFrameworkRuns) {
   // Searched, offload starts at ZeRO 1: one GPU runs ZeRO-1 with offload (DeepSpeed's single-GPU case).
   auto r = run("plan --preset gpt3-1.3b --gpus 1 --offload-optimizer --suggest --json");
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const auto& l : nlohmann::json::parse(r.out)["fitting"]) EXPECT_GE(l["layout"]["zero"].get<int>(), 1);
+  const auto fitting = nlohmann::json::parse(r.out)["fitting"];
+  ASSERT_FALSE(fitting.empty());
+  for (const auto& l : fitting) EXPECT_GE(l["layout"]["zero"].get<int>(), 1);
 }
 
 // A validation row is checked when it is read: a published figure of zero or one no run produced, printed

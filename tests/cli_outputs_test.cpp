@@ -16,15 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string replay = "probe replay --preset gpt3-1.3b --gpus 8 --zero 1 --recompute none --gpu-mem 80 ";
-
-// Returns a fresh, empty directory of this process named `name`.
-std::string fresh_dir(const std::string& name) {
-  const std::string d = scratch(name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+const std::string replay_1_3b = "probe replay --preset gpt3-1.3b --gpus 8 --zero 1 --recompute none --gpu-mem 80 ";
 
 // Returns a directory of four sim records (made once per process; calibrate needs more records than terms).
 const std::string& record_dir() {
@@ -79,21 +71,21 @@ void expect_one_error_line(const result& r, int status, const std::string& names
 // Item 5: two outputs naming one file in other spellings are refused before anything is written.
 TEST(CliOutputs, TwoSpellingsOfOneFileAreOneFile) {
   const std::string d = fresh_dir("spellings");
-  auto r = run(replay + "--json " + d + "/out.json --timeline " + d + "/./out.json");
+  auto r = run(replay_1_3b + "--json " + d + "/out.json --timeline " + d + "/./out.json");
   expect_one_error_line(r, 2, "name one file");
   EXPECT_FALSE(fs::exists(d + "/out.json"));
   fs::create_directories(d + "/sub");
-  r = run(replay + "--json " + d + "/x.json --timeline " + d + "/sub/../x.json");
+  r = run(replay_1_3b + "--json " + d + "/x.json --timeline " + d + "/sub/../x.json");
   expect_one_error_line(r, 2, "name one file");
   EXPECT_FALSE(fs::exists(d + "/x.json"));
   // Absolute against relative, run from the directory.
-  r = run_with("cd " + d + " &&", replay + "--json " + d + "/y.json --timeline y.json");
+  r = run_with("cd " + d + " &&", replay_1_3b + "--json " + d + "/y.json --timeline y.json");
   expect_one_error_line(r, 2, "name one file");
   EXPECT_FALSE(fs::exists(d + "/y.json"));
   // With --force, an existing file and a hard link to it: the file keeps what it held.
   std::ofstream(d + "/a.json") << "old";
   fs::create_hard_link(d + "/a.json", d + "/b.json");
-  r = run(replay + "--force --json " + d + "/a.json --timeline " + d + "/b.json");
+  r = run(replay_1_3b + "--force --json " + d + "/a.json --timeline " + d + "/b.json");
   expect_one_error_line(r, 2, "name one file");
   EXPECT_EQ(slurp(d + "/a.json"), "old");
   // snapshot's --json and --trace alike.
@@ -102,7 +94,7 @@ TEST(CliOutputs, TwoSpellingsOfOneFileAreOneFile) {
   expect_one_error_line(r, 2, "name one file");
   EXPECT_FALSE(fs::exists(d + "/o"));
   // Two different files are still two outputs.
-  r = run(replay + "--json " + d + "/rec.json --timeline " + d + "/sub/../t.svg");
+  r = run(replay_1_3b + "--json " + d + "/rec.json --timeline " + d + "/sub/../t.svg");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(d + "/t.svg").rfind("<svg", 0), 0u);
   EXPECT_TRUE(parses(slurp(d + "/rec.json")));
@@ -118,7 +110,7 @@ TEST(CliOutputs, StandardOutputFailureIsExitSeven) {
                                "recipes",
                                "validate --json",
                                "validate",
-                               replay + "--json -",
+                               replay_1_3b + "--json -",
                                "compare " + record_dir() + " " + record_dir(),
                                "--help"};
   for (const auto& args : cases) {
@@ -131,7 +123,7 @@ TEST(CliOutputs, StandardOutputFailureIsExitSeven) {
   }
   // A closed standard output never lends its descriptor to an output file.
   const std::string d = fresh_dir("closed_stdout");
-  const auto r = run_stdout(replay + "--json " + d + "/r.json", "&-");
+  const auto r = run_stdout(replay_1_3b + "--json " + d + "/r.json", "&-");
   EXPECT_EQ(r.status, 7) << r.err;
   EXPECT_TRUE(parses(slurp(d + "/r.json")));
 }
@@ -163,7 +155,7 @@ TEST(CliOutputs, DashIsOneDocument) {
 TEST(CliOutputs, LongLegalFileNames) {
   const std::string d = fresh_dir("long_names");
   const std::string name250 = std::string(245, 'n') + ".json", name255 = std::string(250, 'm') + ".json";
-  auto r = run(replay + "--json " + d + "/" + name250);
+  auto r = run(replay_1_3b + "--json " + d + "/" + name250);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(parses(slurp(d + "/" + name250)));
   r = run("calibrate " + record_dir() + " -o " + d + "/" + name255);
@@ -173,10 +165,10 @@ TEST(CliOutputs, LongLegalFileNames) {
   for (const auto& e : fs::directory_iterator(d)) files += e.is_regular_file();
   EXPECT_EQ(files, 2);  // no temporary left
   // A directory that is not there: the line is cut in the middle of the path, the cause stays.
-  r = run(replay + "--json " + d + "/missing/" + name250);
+  r = run(replay_1_3b + "--json " + d + "/missing/" + name250);
   expect_one_error_line(r, 7, "No such file or directory");
   // A name over the limit: refused with the reason.
-  r = run(replay + "--json " + d + "/" + std::string(300, 'x'));
+  r = run(replay_1_3b + "--json " + d + "/" + std::string(300, 'x'));
   expect_one_error_line(r, 7, "longer than");
 }
 

@@ -41,14 +41,6 @@ std::vector<std::string> entries(const std::string& dir) {
   return out;
 }
 
-// A fresh, empty directory of this process for one test's files.
-std::string fresh_dir(const std::string& name) {
-  const std::string d = scratch(name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 TEST(CliRanks, AClaimedWorldThatMpiDoesNotHaveIsRefused) {
   // Item 1: without mpirun, MPI's world is one rank (or this build has no MPI): a claim of two is bad input
   // naming the variable, on rank 0 and rank 1 alike, with or without --json; no file, no table.

@@ -15,7 +15,6 @@
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = mib;
 
 std::unique_ptr<gpu_backend> open_or_skip(std::optional<std::int64_t> cap = std::nullopt) {
   if (auto why = cuda_unavailable_reason()) return nullptr;

@@ -1,6 +1,7 @@
-// fuzz_regression_test.cpp: every fuzz target (fuzz/fuzz_targets.hpp) replays its seed corpus and every
-// committed crash input (tests/data/fuzz-regressions/TARGET/), so a fixed finding stays fixed on every
-// build, with or without clang. A violated invariant aborts the target, failing this test.
+// fuzz_regression_test.cpp: every fuzz target (fuzz/fuzz_targets.hpp) replays every committed crash input
+// (tests/data/fuzz-regressions/TARGET/) and the whole seed corpus (fuzz/corpus/*/: its own folder, where it
+// has one, and every other target's), so a fixed finding stays fixed on every build, with or without
+// clang. A violated invariant aborts the target, failing this test.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -29,11 +30,15 @@ class FuzzRegression : public ::testing::TestWithParam<std::string> {};
 TEST_P(FuzzRegression, SeedCorpusAndCommittedInputsPass) {
   const std::string target = GetParam();
   const fs::path regressions = fs::path(HEADROOM_TEST_DATA) / "fuzz-regressions" / target;
+  const fs::path corpus = fs::path(HEADROOM_FUZZ_CORPUS);
   std::vector<fs::path> files = inputs_of(regressions);
-  // Every target has committed inputs: an empty folder would make this test assert nothing.
-  ASSERT_FALSE(files.empty()) << "no inputs in " << regressions;
-  for (const char* corpus : {"json", "snapshot"})
-    for (const auto& f : inputs_of(fs::path(HEADROOM_FUZZ_CORPUS) / corpus)) files.push_back(f);
+  for (const auto& f : inputs_of(corpus / target)) files.push_back(f);
+  // Every target has inputs of its own (committed crash inputs or its seed folder): none would make this
+  // test assert nothing about it.
+  ASSERT_FALSE(files.empty()) << "no inputs in " << regressions << " or " << corpus / target;
+  for (const auto& folder : fs::directory_iterator(corpus))
+    if (folder.is_directory() && folder.path().filename() != target)
+      for (const auto& f : inputs_of(folder.path())) files.push_back(f);
   for (const auto& f : files) {
     SCOPED_TRACE(f.string());
     std::ifstream in(f, std::ios::binary);

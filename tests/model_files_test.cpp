@@ -1,4 +1,5 @@
 // model_files_test.cpp: presets, model files and HuggingFace import, including every kind of bad file.
+#include "test_support.hpp"
 #include "planner/model_files.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,6 @@
 namespace headroom {
 namespace {
 
-const std::string data = HEADROOM_TEST_DATA;
 
 std::string error_of(const std::function<void()>& f) {
   try {

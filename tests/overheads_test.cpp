@@ -1,6 +1,7 @@
 // overheads_test.cpp: the layered overhead arithmetic over a fake GPU stack whose device-used memory moves
 // by chosen amounts at each call: each layer is the delta its call caused, the probe's own buffers are
 // layers but not overhead, and a library that cannot be loaded is "not measured" with its reason.
+#include "test_support.hpp"
 #include "probes/cases/overheads.hpp"
 
 #include <gtest/gtest.h>
@@ -13,7 +14,6 @@
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = mib;
 
 class fake_stack final : public overhead_stack {
  public:

@@ -1,6 +1,7 @@
 // pickle_reader_test.cpp: the pickle subset reader on hand-assembled streams (each opcode as
 // CPython's pickletools documents it), on refusals (globals, reduce, unknown opcodes), on truncated and
 // corrupted files, and on a real snapshot cut at every length.
+#include "test_support.hpp"
 #include "probes/snapshots/pickle_reader.hpp"
 
 #include <gtest/gtest.h>
@@ -27,7 +28,6 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-const std::string data = HEADROOM_TEST_DATA;
 
 // {"a": [1, -2, 300, 70000, True, None, 1.5, "x"], "b": (7, 8)} as protocol 4 writes it, by hand.
 TEST(PickleReader, ReadsEveryPlainOpcode) {

@@ -14,7 +14,6 @@
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = mib;
 
 step_trace small_trace() {
   const problem p = test::preset_problem("gpt3-125m");

@@ -1,6 +1,7 @@
 // raw_allocator_test.cpp: the raw policy: one device allocation per tensor, rounded to the granularity.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
 #include "planner/units.hpp"
 #include "probes/allocators/allocator.hpp"
 #include "probes/devices/sim_device.hpp"
@@ -8,7 +9,6 @@
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = mib;
 
 TEST(RawAllocator, RoundsEachTensorToTheGranularity) {
   sim_device dev(64 * MiB, 2 * MiB);

@@ -1,4 +1,5 @@
 // replay_test.cpp: replay records the three peaks, stops at out-of-memory, and rejects impossible events.
+#include "test_support.hpp"
 #include "probes/trace/replay.hpp"
 
 #include <gtest/gtest.h>
@@ -11,7 +12,6 @@
 namespace headroom::probes {
 namespace {
 
-constexpr std::int64_t MiB = mib;
 
 step_trace tiny() {
   step_trace t;

@@ -2,6 +2,7 @@
 // against sums made independently with Python's pickle (tests/data/snapshots/README.md), the emulation
 // against the real allocator to the byte and the address, JSON input, warm traces, streams, empty_cache,
 // and the out-of-memory retry.
+#include "test_support.hpp"
 #include "probes/snapshots/snapshot.hpp"
 #include "probes/records/schema.hpp"
 #include "probes/snapshots/snapshot_record.hpp"
@@ -22,7 +23,6 @@
 namespace headroom::probes {
 namespace {
 
-const std::string data = HEADROOM_TEST_DATA;
 const std::string fwd100 = data + "/snapshots/NiuHuangxiaozi__forward_memory_snapshot_100.pickle";
 const std::string fwd200 =
     data + "/snapshots/NiuHuangxiaozi__forward_memory_snapshot_200_mixed_precision.pickle";
@@ -504,6 +504,12 @@ TEST(Snapshot, MaterialisedRecordsAndFieldsAreCapped) {
 // A snapshot that contradicts itself names the first contradiction; the real ones are all consistent.
 TEST(Snapshot, InconsistentSnapshotsNameTheContradiction) {
   const std::int64_t M = mib;
+  // Arrays spelt out: a braced list of one JSON value is that value under some compilers, a list under others.
+  auto arr = [](std::initializer_list<nlohmann::json> items) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : items) a.push_back(x);
+    return a;
+  };
   const std::uint64_t A = 0x100000000ULL;
   auto ev = [](const char* a, std::uint64_t addr, std::int64_t size) {
     return nlohmann::json{{"action", a}, {"addr", addr}, {"size", size}};
@@ -518,31 +524,34 @@ TEST(Snapshot, InconsistentSnapshotsNameTheContradiction) {
     nlohmann::json segments, events;
     const char* says;
   } cases[] = {
-      {{seg(A, 2 * M, {blk(A, 3 * M)})}, {ev("segment_alloc", A, 2 * M)}, "larger than their segment"},
-      {{seg(A, 2 * M, {blk(A, M), blk(A + M, M), blk(A + 2 * M, 512)})},
-       {ev("segment_alloc", A, 2 * M)},
+      {arr({seg(A, 2 * M, arr({blk(A, 3 * M)}))}), arr({ev("segment_alloc", A, 2 * M)}), "larger than their segment"},
+      {arr({seg(A, 2 * M, arr({blk(A, M), blk(A + M, M), blk(A + 2 * M, 512)}))}),
+       arr({ev("segment_alloc", A, 2 * M)}),
        "larger than their segment"},
-      {{seg(A, 2 * M, {blk(A + 3 * M, 512)})}, {ev("segment_alloc", A, 2 * M)}, "lies outside its segment"},
-      {{seg(A, 2 * M, {blk(A, M), blk(A + 512, 512)})},
-       {ev("segment_alloc", A, 2 * M)},
+      {arr({seg(A, 2 * M, arr({blk(A + 3 * M, 512)}))}), arr({ev("segment_alloc", A, 2 * M)}),
+       "lies outside its segment"},
+      {arr({seg(A, 2 * M, arr({blk(A, M), blk(A + 512, 512)}))}),
+       arr({ev("segment_alloc", A, 2 * M)}),
        "overlaps the block"},
-      {{seg(A, 2 * M, {}), seg(A + M, 2 * M, {})}, nlohmann::json::array(), "two final segments"},
-      {{seg(A, 2 * M, {})},
-       {ev("segment_alloc", A, 2 * M), ev("segment_alloc", A, 2 * M)},
+      {arr({seg(A, 2 * M, arr({})), seg(A + M, 2 * M, arr({}))}), arr({}), "two final segments"},
+      {arr({seg(A, 2 * M, arr({}))}),
+       arr({ev("segment_alloc", A, 2 * M), ev("segment_alloc", A, 2 * M)}),
        "maps bytes event 0"},
-      {nlohmann::json::array(),
-       {ev("segment_alloc", A, 4 * M), ev("segment_free", A, 2 * M)},
+      {arr({}),
+       arr({ev("segment_alloc", A, 4 * M), ev("segment_free", A, 2 * M)}),
        "allocated with 4 MiB"},
-      {nlohmann::json::array(), {ev("segment_map", A, 4 * M), ev("segment_unmap", A, 2 * M)}, "leaves 2 MiB"},
-      {{seg(A, 2 * M, {})},
-       {ev("segment_map", A, 2 * M), ev("segment_unmap", A, 2 * M)},
+      {arr({}), arr({ev("segment_map", A, 4 * M), ev("segment_unmap", A, 2 * M)}), "leaves 2 MiB"},
+      {arr({seg(A, 2 * M, arr({}))}),
+       arr({ev("segment_map", A, 2 * M), ev("segment_unmap", A, 2 * M)}),
        "but a final segment holds them"},
-      {nlohmann::json::array(),
-       {{{"action", "segment_map"}, {"addr", std::int64_t{-512}}, {"size", 4 * M}}},  // read as 2^64 - 512
+      {arr({}),
+       arr({nlohmann::json{{"action", "segment_map"}, {"addr", std::int64_t{-512}}, {"size", 4 * M}}}),  // 2^64 - 512
        "past the end of the address space"},
   };
   for (const auto& c : cases) {
-    const nlohmann::json j = {{"segments", c.segments}, {"device_traces", {c.events}}};
+    nlohmann::json j = nlohmann::json::object();
+    j["segments"] = c.segments;
+    j["device_traces"] = arr({c.events});
     try {
       parse_snapshot(j.dump(), "bad.json");
       ADD_FAILURE() << "accepted: " << j.dump();
@@ -564,13 +573,13 @@ TEST(Snapshot, InconsistentSnapshotsNameTheContradiction) {
   }
   // Unmaps of expandable pages in another grouping than their maps are PyTorch's own: accepted.
   const nlohmann::json regroup = {
-      {"segments", {seg(A + 4 * M, 2 * M, {blk(A + 4 * M, 2 * M)})}},
+      {"segments", {seg(A + 4 * M, 2 * M, arr({blk(A + 4 * M, 2 * M)}))}},
       {"device_traces",
        {{ev("segment_map", A, 2 * M), ev("segment_map", A + 2 * M, 4 * M), ev("segment_unmap", A, 4 * M)}}}};
   EXPECT_NO_THROW(parse_snapshot(regroup.dump(), "regroup.json"));
   // An empty unmap changes nothing.
   const nlohmann::json empty = {
-      {"segments", {seg(A, 2 * M, {blk(A, 2 * M)})}},
+      {"segments", {seg(A, 2 * M, arr({blk(A, 2 * M)}))}},
       {"device_traces", {{ev("segment_map", A, 2 * M), ev("segment_unmap", A, 0)}}}};
   EXPECT_NO_THROW(parse_snapshot(empty.dump(), "empty.json"));
   for (const std::string f :

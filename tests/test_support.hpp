@@ -6,6 +6,17 @@
 #include "planner/recipe.hpp"
 #include "planner/units.hpp"
 
+namespace headroom {
+
+// A mebibyte, as the probe tests write sizes.
+inline constexpr std::int64_t MiB = mib;
+#ifdef HEADROOM_TEST_DATA
+// The test data folder (tests/data).
+inline const std::string data = HEADROOM_TEST_DATA;
+#endif
+
+}  // namespace headroom
+
 namespace headroom::test {
 
 // Returns the problem for a preset with the reference case's defaults (bf16-adam, 192 GiB, 10 GiB reserve).

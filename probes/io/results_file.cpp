@@ -92,12 +92,15 @@ int fill(const temporary& t, const output_set::writer& w) {
   const int fd = ::openat(t.dir, t.name.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   if (fd < 0) return errno;
   int err = 0;
-  {
+  try {
     fd_writer buf(fd);
     std::ostream out(&buf);
     w(out);
     out.flush();
     err = buf.error() ? buf.error() : (out ? 0 : EIO);
+  } catch (...) {
+    ::close(fd);  // a writer that throws (a JSON dump of bytes that are not UTF-8) leaks no descriptor
+    throw;
   }
   if (::close(fd) != 0 && !err) err = errno;
   return err;
