@@ -1,6 +1,8 @@
 // json_fields.cpp: typed JSON field readers whose errors name the field (see json_fields.hpp).
 #include "json_fields.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "errors.hpp"
@@ -78,6 +80,73 @@ std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) throw bad_input(where(origin, key), "must be a string, got " + shown(*it));
   return it->get<std::string>();
+}
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& known) {
+  const std::string a = name.substr(0, 64);  // a 1 MB key costs no more than a long one
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, a.size() / 3) + 1;
+  std::vector<std::size_t> row, prev;
+  for (const auto& b : known) {
+    // Levenshtein distance, one row at a time.
+    prev.resize(b.size() + 1);
+    row.resize(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j)
+        row[j] = std::min({prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(row, prev);
+    }
+    if (prev[b.size()] < best_d) {
+      best_d = prev[b.size()];
+      best = b;
+    }
+  }
+  return best;
+}
+
+void require_known_keys(const nlohmann::json& j, const std::vector<std::string>& known, const std::string& origin) {
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string near = closest_name(key, known);
+    throw bad_input(where(origin, key.substr(0, 80)),
+                    "unknown key" + (near.empty() ? std::string(" (not read by this version)")
+                                                  : " (did you mean '" + near + "'?)"));
+  }
+}
+
+const std::vector<unmodelled_field>& unmodelled_fields() {
+  // Field names as Hugging Face configs (Mixtral, Qwen-MoE, DeepSeek-V2/V3, DBRX, Llama 4, OLMoE) and
+  // Megatron-style model files spell them.
+  static const std::vector<unmodelled_field> fields = {
+      {"num_local_experts", "mixture-of-experts"},   {"num_experts", "mixture-of-experts"},
+      {"n_routed_experts", "mixture-of-experts"},    {"num_experts_per_tok", "mixture-of-experts"},
+      {"moe_intermediate_size", "mixture-of-experts"}, {"n_shared_experts", "mixture-of-experts"},
+      {"shared_expert_intermediate_size", "mixture-of-experts"}, {"first_k_dense_replace", "mixture-of-experts"},
+      {"moe_layer_freq", "mixture-of-experts"},      {"decoder_sparse_step", "mixture-of-experts"},
+      {"interleave_moe_layer_step", "mixture-of-experts"}, {"ffn_config", "mixture-of-experts"},
+      {"experts", "mixture-of-experts"},             {"moe_top_k", "mixture-of-experts"},
+      {"expert_ffn_hidden", "mixture-of-experts"},
+      {"q_lora_rank", "multi-latent attention"},     {"kv_lora_rank", "multi-latent attention"},
+      {"qk_rope_head_dim", "multi-latent attention"}, {"qk_nope_head_dim", "multi-latent attention"},
+      {"v_head_dim", "multi-latent attention"},
+  };
+  return fields;
+}
+
+void refuse_unmodelled(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) return;
+  for (const auto& f : unmodelled_fields()) {
+    const auto it = j.find(f.key);
+    if (it == j.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
+        (it->is_number() && it->get<double>() == 0))
+      continue;
+    throw bad_input(where(origin, f.key), std::string(f.what) +
+                                              " is not modelled by this version: refused rather than priced "
+                                              "as a dense model");
+  }
 }
 
 }  // namespace headroom::detail

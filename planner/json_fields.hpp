@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace headroom::detail {
 
@@ -23,5 +24,23 @@ std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& k
                                    const std::string& origin);
 std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::string& key,
                                             const std::string& origin);
+
+// Returns the name in `known` closest to `name` by edit distance, or "" when none is within a third of its
+// length (at least 2 edits): the "did you mean" of an unknown key.
+std::string closest_name(const std::string& name, const std::vector<std::string>& known);
+// Throws bad_input "<origin>.<key>: unknown key (did you mean '<closest>'?)" for the first key of object `j`
+// not in `known`: a typo is never silently ignored.
+void require_known_keys(const nlohmann::json& j, const std::vector<std::string>& known, const std::string& origin);
+
+// The fields of a model that this version does not model, with what they describe: mixture-of-experts
+// (experts, routing, shared experts, dense-layer placement) and multi-latent attention (the low-rank
+// query / key-value projections). A model or config holding one is refused, never priced as dense.
+struct unmodelled_field {
+  const char* key;
+  const char* what;  // "mixture-of-experts" or "multi-latent attention"
+};
+const std::vector<unmodelled_field>& unmodelled_fields();
+// Throws bad_input naming the first unmodelled field of `j` that is set (not null, not 0, not false).
+void refuse_unmodelled(const nlohmann::json& j, const std::string& origin);
 
 }  // namespace headroom::detail

@@ -79,12 +79,23 @@ std::optional<bad_input> sharding_error(const layout& l) {
   return std::nullopt;
 }
 
+bad_input recipe_zero_error(const recipe& r, int zero) {
+  const int lo = r.lowest_zero(), hi = r.highest_zero();
+  return bad_input("zero", "recipe '" + r.name.substr(0, 60) + "' runs with ZeRO " + std::to_string(lo) +
+                               (lo == hi ? "" : " to " + std::to_string(hi)) + ", got " + std::to_string(zero) +
+                               (r.name == "megatron-distopt"
+                                    ? " (--use-distributed-optimizer is ZeRO 1: give --zero 1)"
+                                    : " (a buffer it never shards contradicts ZeRO 2 and 3)"));
+}
+
 std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   const auto& m = p.model;
   for (auto [v, f] : {std::pair{l.tp, "tp"}, {l.pp, "pp"}, {l.cp, "cp"}, {l.vpp, "vpp"}, {l.gpus, "gpus"}})
     if (v <= 0 || v > max_gpus)
       return bad_input(f, "must be between 1 and " + std::to_string(max_gpus) + ", got " + std::to_string(v));
   if (auto e = sharding_error(l)) return e;
+  if (l.zero > p.precision.highest_zero() || (l.zero < p.precision.lowest_zero() && l.shard_degree() > 1))
+    return recipe_zero_error(p.precision, l.zero);
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
   if (tpc > l.gpus || l.gpus % tpc != 0)
     return bad_input(

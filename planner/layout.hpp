@@ -148,6 +148,10 @@ inline constexpr int max_gpus_per_node = 1024;
 // the search asks it of the user's fixed settings.
 std::optional<bad_input> sharding_error(const layout& l);
 
+// Returns the refusal of ZeRO stage `zero` for recipe `r`: the stages it runs with (recipe::lowest_zero,
+// highest_zero) and why. layout_error returns it where data parallelism shards; the search for a fixed stage.
+bad_input recipe_zero_error(const recipe& r, int zero);
+
 // Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
 // to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
 // tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence

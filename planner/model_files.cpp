@@ -176,6 +176,7 @@ using detail::opt_bool_field;
 using detail::opt_int_field;
 using detail::opt_number_field;
 using detail::opt_string_field;
+using detail::refuse_unmodelled;
 
 constexpr std::int64_t big = 1'000'000'000;
 
@@ -333,6 +334,16 @@ model_spec model_from_hf_config(const nlohmann::json& c, const std::string& orig
   if (!c.is_object()) throw bad_input(origin, "expected a JSON object");
   auto type = opt_string_field(c, "model_type", origin);
   if (!type) throw bad_input(origin + ".model_type", "missing");
+  // Mixture-of-experts and multi-latent attention are refused, by family and by field, never read as the
+  // dense model their attention and embeddings would describe (a Mixtral as 7.24 B parameters).
+  for (const char* moe : {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "dbrx", "llama4",
+                          "llama4_text", "olmoe", "jamba", "jetmoe", "granitemoe", "phimoe", "gpt_oss", "arctic",
+                          "switch_transformers", "nllb_moe", "grok-1", "hunyuan_v1_moe", "minimax"})
+    if (*type == moe)
+      throw bad_input(origin + ".model_type", "'" + *type +
+                                                  "' is a mixture-of-experts model: not modelled by this version "
+                                                  "(refused rather than priced as a dense one)");
+  refuse_unmodelled(c, origin);
   model_spec m;
   m.name = opt_string_field(c, "_name_or_path", origin).value_or(*type);
   m.source = "HuggingFace config.json (" + *type + ")";

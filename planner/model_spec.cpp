@@ -112,6 +112,13 @@ param_counts count_params(const model_spec& m) {
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
+  refuse_unmodelled(j, origin);
+  static const std::vector<std::string> known = {
+      "name",    "source",          "note",           "layers",        "hidden",       "heads",
+      "kv_heads", "head_dim",       "ffn_hidden",     "vocab",         "seq",          "max_positions",
+      "mlp",     "norm",            "position",       "tied_embeddings", "dropout",    "bias",
+      "qkv_bias_only", "embedding_norm", "norms_per_layer", "parallel_residual", "params"};
+  require_known_keys(j, known, origin);
   model_spec m;
   m.name = opt_string_field(j, "name", origin).value_or(origin);
   m.source = opt_string_field(j, "source", origin).value_or("");

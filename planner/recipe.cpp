@@ -16,6 +16,12 @@ std::int64_t recipe::bytes_per_param() const {
   return s;
 }
 
+int recipe::highest_zero() const {
+  for (const auto& b : buffers)
+    if (b.shard_from > 3) return 1;
+  return 3;
+}
+
 std::int64_t recipe::bytes_of(buffer_kind k) const {
   std::int64_t s = 0;
   for (const auto& b : buffers)

@@ -29,6 +29,12 @@ struct recipe {
   std::int64_t bytes_per_param() const;
   // Returns the bytes per parameter of the buffers of one kind.
   std::int64_t bytes_of(buffer_kind k) const;
+  // Returns the ZeRO stages the recipe's framework runs it with, [lowest, highest]: a recipe with a buffer
+  // that is never sharded (Megatron's fp32 main gradients, DeepSpeed's BF16_Optimizer accumulation buffer)
+  // runs up to ZeRO 1, since ZeRO 2 and 3 shard gradients; Megatron's distributed optimizer is ZeRO 1
+  // itself. layout_error refuses a stage outside it where data parallelism shards; the search tries only it.
+  int lowest_zero() const { return name == "megatron-distopt" ? 1 : 0; }
+  int highest_zero() const;
 };
 
 inline constexpr std::size_t max_recipe_buffers = 8;

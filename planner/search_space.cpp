@@ -27,6 +27,10 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
     if (p.training.seq >= 16384 && p.training.seq / c >= 4096) cps.push_back(c);
   for (std::int64_t q = 1; q <= p.model.layers + 2; ++q) pps.push_back(q);
   for (int v = 1; v <= 8; ++v) vpps.push_back(v);
+  // ZeRO stages: those the recipe runs with (recipe.hpp), from 1 with optimizer offload.
+  std::vector<std::int64_t> zeros;
+  for (int z = std::max(p.precision.lowest_zero(), a.offload_optimizer ? 1 : 0); z <= p.precision.highest_zero(); ++z)
+    zeros.push_back(z);
   for (const auto& r : recompute_names) recomputes.push_back(static_cast<std::int64_t>(r.value));
   return {
       {.name = "tp",
@@ -64,9 +68,7 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
        .set = [](search_point& x, std::int64_t v) { x.where.vpp = static_cast<int>(v); },
        .applies = [](const layout& l) { return l.pp > 1; }},
       {.name = "zero",
-       // ZeRO-Offload moves the sharded optimizer state: with it, ZeRO 1 at the least (layout_error's rule).
-       .values = fixed_or(a.zero, a.offload_optimizer ? std::vector<std::int64_t>{1, 2, 3}
-                                                      : std::vector<std::int64_t>{0, 1, 2, 3}),
+       .values = fixed_or(a.zero, zeros),
        .fixed = a.zero.has_value(),
        .level = axis_level::state,
        .set = [](search_point& x, std::int64_t v) { x.where.zero = static_cast<int>(v); },

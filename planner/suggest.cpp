@@ -26,11 +26,13 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   validate(p.model);
   validate(p.training, p.device);
   layout settings;  // the sharding settings the search does not vary, with the ZeRO stage if fixed
-  settings.zero = axes.zero.value_or(axes.offload_optimizer ? 1 : 0);
+  settings.zero = axes.zero.value_or(std::max(p.precision.lowest_zero(), axes.offload_optimizer ? 1 : 0));
   settings.offload_optimizer = axes.offload_optimizer;
   settings.zero3_inflight_units = axes.zero3_inflight_units;
   settings.zero3_live_params = axes.zero3_live_params;
   if (auto e = sharding_error(settings)) throw *e;
+  if (axes.zero && (*axes.zero > p.precision.highest_zero() || *axes.zero < p.precision.lowest_zero()))
+    throw recipe_zero_error(p.precision, *axes.zero);
   m_params = count_params(p.model);
   check_state_fits_in_int64(p, m_params);
   m_space = search_space(p, axes);

@@ -268,4 +268,74 @@ TEST(CliReaders, InconsistentSnapshotsAreRefusedNotCompared) {
   EXPECT_EQ(run("probe snapshot " + write("ok.json", ms.dump())).status, 0);
 }
 
+
+// Mixture-of-experts and multi-latent attention are not modelled: a config or model file that holds them is
+// refused naming what it holds, never priced as the dense model its attention would describe (issue 19,
+// part 0). The families by model_type, the fields whatever the model_type says.
+TEST(CliReaders, MixtureOfExpertsAndLatentAttentionAreRefusedNotPricedDense) {
+  const nlohmann::json mixtral = {{"model_type", "mixtral"},       {"hidden_size", 4096},
+                                  {"num_hidden_layers", 32},        {"num_attention_heads", 32},
+                                  {"num_key_value_heads", 8},       {"intermediate_size", 14336},
+                                  {"vocab_size", 32000},            {"num_local_experts", 8},
+                                  {"num_experts_per_tok", 2},       {"max_position_embeddings", 32768}};
+  auto r = run("plan --hf-config " + write("mixtral.json", mixtral.dump()) + " --gpus 8");
+  expect_refused(r, "mixture-of-experts");
+  // The obvious workaround: the same config called mistral.
+  auto as_mistral = mixtral;
+  as_mistral["model_type"] = "mistral";
+  r = run("plan --hf-config " + write("as_mistral.json", as_mistral.dump()) + " --gpus 8");
+  expect_refused(r, "num_local_experts");
+  // DeepSeek-V3's compressed attention under a llama model_type.
+  auto mla = as_mistral;
+  mla.erase("num_local_experts");
+  mla.erase("num_experts_per_tok");
+  mla["model_type"] = "llama";
+  mla["kv_lora_rank"] = 512;
+  r = run("plan --hf-config " + write("mla.json", mla.dump()) + " --gpus 8");
+  expect_refused(r, "multi-latent attention");
+  // A field present but off (0, null, false) is no expert: the dense model is read.
+  mla["kv_lora_rank"] = nullptr;
+  mla["num_local_experts"] = 0;
+  EXPECT_NE(run("plan --hf-config " + write("off.json", mla.dump()) + " --gpus 8").status, 2);
+  // headroom's own model file with experts added.
+  std::ifstream in(std::string(HEADROOM_SOURCE_DIR) + "/presets/gpt3-1.3b.json");
+  auto model = nlohmann::json::parse(in);
+  model["num_experts"] = 8;
+  r = run("plan --model " + write("moe_model.json", model.dump()) + " --gpus 8");
+  expect_refused(r, "mixture-of-experts");
+}
+
+// An unknown key in a model file is a typo until shown otherwise: bad input naming it and the closest key.
+TEST(CliReaders, UnknownModelKeysAreRefusedWithTheClosestKnownKey) {
+  std::ifstream in(std::string(HEADROOM_SOURCE_DIR) + "/presets/gpt3-1.3b.json");
+  const auto preset = nlohmann::json::parse(in);
+  auto typo = preset;
+  typo["ffn_hiden"] = 8192;
+  auto r = run("plan --model " + write("typo.json", typo.dump()) + " --gpus 8");
+  expect_refused(r, "ffn_hiden: unknown key (did you mean 'ffn_hidden'?)");
+  auto odd = preset;
+  odd["zzzzzzzzzzzz"] = 1;
+  r = run("plan --model " + write("odd.json", odd.dump()) + " --gpus 8");
+  expect_refused(r, "zzzzzzzzzzzz: unknown key");
+  // Every preset, and every model a record carries, still reads.
+  EXPECT_EQ(run("plan --model " + write("preset.json", preset.dump()) + " --gpus 8").status, 0);
+}
+
+// Recipes run with the ZeRO stages their frameworks run them with: Megatron's distributed optimizer is ZeRO 1
+// (without it the state would be priced unsharded), and a recipe with a buffer never sharded is not ZeRO 2/3.
+TEST(CliReaders, RecipesRefuseZeroStagesTheirFrameworksDoNotRun) {
+  const std::string p = "plan --preset gpt3-1.3b --gpus 8 --recipe ";
+  expect_refused(run(p + "megatron-distopt"), "give --zero 1");
+  expect_refused(run(p + "megatron-distopt --zero 3"), "ZeRO 1");
+  expect_refused(run(p + "deepspeed-bf16 --zero 2"), "ZeRO 0 to 1");
+  EXPECT_EQ(run(p + "megatron-distopt --zero 1").status, 0);
+  expect_refused(run(p + "megatron-distopt --zero 3 --suggest"), "ZeRO 1");
+  // Searched, the stage stays within the recipe's.
+  const auto r = run(p + "megatron-distopt --suggest --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto fitting = nlohmann::json::parse(r.out)["fitting"];
+  ASSERT_FALSE(fitting.empty());
+  for (const auto& l : fitting) EXPECT_EQ(l["layout"]["zero"].get<int>(), 1) << l["layout"].dump();
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/errors.hpp"
+#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 
 namespace headroom {
@@ -86,6 +87,22 @@ TEST(ModelSpec, DerivedHeadDimNeedsHeadsToDivideHidden) {
   auto with_dim = file;
   with_dim["head_dim"] = 32;
   EXPECT_EQ(model_from_json(with_dim, "odd.json").head_dim, 32);
+}
+
+}  // namespace
+}  // namespace headroom
+
+namespace headroom {
+namespace {
+
+// The "did you mean" of an unknown key: the nearest known name by edit distance, none when all are far.
+TEST(JsonFields, ClosestNameIsTheNearestWithinAThird) {
+  const std::vector<std::string> known = {"layers", "hidden", "heads", "kv_heads", "ffn_hidden"};
+  EXPECT_EQ(detail::closest_name("ffn_hiden", known), "ffn_hidden");
+  EXPECT_EQ(detail::closest_name("layer", known), "layers");
+  EXPECT_EQ(detail::closest_name("kvheads", known), "kv_heads");
+  EXPECT_EQ(detail::closest_name("vocabulary_size", known), "");
+  EXPECT_EQ(detail::closest_name(std::string(100000, 'x'), known), "");
 }
 
 }  // namespace
