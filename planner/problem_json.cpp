@@ -10,6 +10,7 @@ using detail::int_field;
 using detail::opt_bool_field;
 using detail::opt_int_field;
 using detail::opt_number_field;
+using detail::require_known_keys;
 using detail::opt_string_field;
 
 namespace {
@@ -45,6 +46,7 @@ reserve_model reserve_from_json(const nlohmann::json& j, const std::string& orig
     return r;
   }
   if (!j.is_object()) throw bad_input(origin, "expected the reserve's terms as an object");
+  detail::require_known_keys(j, {"fixed_bytes", "fragmentation", "per_token_bytes", "source"}, origin);
   reserve_model r;
   r.fixed = int_field(j, "fixed_bytes", origin, 0, INT64_MAX / 4);
   r.fragmentation = opt_number_field(j, "fragmentation", origin).value_or(0);
@@ -86,6 +88,7 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
   p.precision = recipe_from_json(j["recipe"], origin + ".recipe");
   const auto& t = j["training"];
   const std::string to = origin + ".training";
+  require_known_keys(t, {"seq", "micro_batch", "global_batch", "attention", "loss", "pipeline_split"}, to);
   p.training.seq = int_field(t, "seq", to, 1, 100'000'000);
   p.training.micro_batch = int_field(t, "micro_batch", to, 1, 1'000'000);
   p.training.global_batch =
@@ -94,6 +97,7 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
   p.training.loss = named_field(t, "loss", to, p.training.loss);
   if (auto s = t.find("pipeline_split"); s != t.end() && s->is_object()) {
     const std::string so = to + ".pipeline_split";
+    require_known_keys(*s, {"layers", "first_stage", "last_stage", "embedding_as_layer", "loss_as_layer"}, so);
     if (auto l = s->find("layers"); l != s->end() && l->is_array())
       for (const auto& x : *l) {
         if (!x.is_number_integer() || x.get<std::int64_t>() < 0)
@@ -107,6 +111,8 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
   }
   const auto& d = j["device"];
   const std::string dn = origin + ".device";
+  require_known_keys(d, {"capacity_bytes", "reserve_bytes", "reserve", "fixed_overheads_bytes", "gpus_per_node"},
+                     dn);
   p.device.capacity = int_field(d, "capacity_bytes", dn, 1, INT64_MAX / 4);
   if (auto r = d.find("reserve"); r != d.end())
     p.device.reserve = reserve_from_json(*r, dn + ".reserve");
@@ -139,6 +145,10 @@ nlohmann::json layout_to_json(const layout& l) {
 
 layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw bad_input(origin, "expected the layout as an object");
+  require_known_keys(j,
+                     {"gpus", "tp", "pp", "cp", "dp", "vpp", "zero", "recompute", "sequence_parallel",
+                      "offload_optimizer", "zero3_inflight_units", "zero3_live_params", "reshard_after_forward"},
+                     origin);
   layout l;  // every field a file leaves out keeps layout's default
   l.gpus = static_cast<int>(int_field(j, "gpus", origin, 1, 10'000'000));
   l.tp = static_cast<int>(opt_int_field(j, "tp", origin, 1, max_degree).value_or(l.tp));
@@ -155,6 +165,14 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
       opt_int_field(j, "zero3_live_params", origin, 0, INT64_MAX / 4).value_or(l.zero3_live_params);
   l.reshard_after_forward =
       opt_bool_field(j, "reshard_after_forward", origin).value_or(l.reshard_after_forward);
+  // dp is derived (gpus / (tp pp cp)); written for readers, it must agree when a file states it (where tp pp
+  // cp do not divide the GPUs, layout_error names that instead).
+  const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
+  if (const auto dp = opt_int_field(j, "dp", origin, 1, 10'000'000);
+      dp && l.gpus % tpc == 0 && *dp * tpc != l.gpus)
+    throw bad_input(origin + ".dp", "is " + std::to_string(*dp) + ", but gpus / (tp x pp x cp) = " +
+                                        std::to_string(l.gpus) + " / " +
+                                        std::to_string(static_cast<std::int64_t>(l.tp) * l.pp * l.cp));
   return l;
 }
 

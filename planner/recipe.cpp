@@ -142,6 +142,7 @@ std::string describe_sharding(const recipe_buffer& b) {
 recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
+  require_known_keys(j, {"name", "source", "note", "activation_bytes", "buffers"}, origin);
   recipe r;
   r.name = opt_string_field(j, "name", origin).value_or(origin);
   r.activation_bytes = opt_int_field(j, "activation_bytes", origin, 1, 8).value_or(2);
@@ -153,6 +154,8 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   int i = 0;
   for (const auto& b : *it) {
     std::string where = origin + ".buffers[" + std::to_string(i++) + "]";
+    if (!b.is_object()) throw bad_input(where, "expected a buffer object (name, kind, bytes, shard_from)");
+    require_known_keys(b, {"name", "kind", "bytes", "shard_from"}, where);
     recipe_buffer rb;
     rb.name = opt_string_field(b, "name", where).value_or("buffer");
     auto kind = opt_string_field(b, "kind", where);

@@ -338,4 +338,27 @@ TEST(CliReaders, RecipesRefuseZeroStagesTheirFrameworksDoNotRun) {
   for (const auto& l : fitting) EXPECT_EQ(l["layout"]["zero"].get<int>(), 1) << l["layout"].dump();
 }
 
+
+// Unknown keys in a recipe file and in a problem's parts (training, device, layout) are refused too, naming the
+// key and the closest known one; a stated dp must be the one the layout implies.
+TEST(CliReaders, UnknownRecipeAndProblemKeysAreRefused) {
+  const nlohmann::json recipe = {
+      {"name", "r"},
+      {"buffers", {{{"name", "p"}, {"kind", "params"}, {"byts", 2}, {"bytes", 2}}}}};
+  expect_refused(run("plan --preset gpt3-1.3b --gpus 8 --recipe " + write("recipe.json", recipe.dump())),
+                 "byts: unknown key (did you mean 'bytes'?)");
+  std::ifstream in(std::string(HEADROOM_SOURCE_DIR) + "/presets/validation/published.json");
+  auto pack = nlohmann::json::parse(in);
+  auto row = pack["rows"][0];
+  row["problem"]["training"]["globl_batch"] = 8;
+  pack["rows"] = nlohmann::json::array({row});
+  expect_refused(run("validate --pack " + write("pack.json", pack.dump())),
+                 "globl_batch: unknown key (did you mean 'global_batch'?)");
+  row = nlohmann::json::parse(std::ifstream(std::string(HEADROOM_SOURCE_DIR) +
+                                            "/presets/validation/published.json"))["rows"][0];
+  row["layout"]["dp"] = row["layout"]["gpus"].get<int>() + 1;
+  pack["rows"] = nlohmann::json::array({row});
+  expect_refused(run("validate --pack " + write("dp.json", pack.dump())), "layout.dp: is");
+}
+
 }  // namespace
