@@ -63,7 +63,7 @@ struct measurement_record {
   std::optional<std::int64_t> fixed_overhead_bytes, context_bytes;
   bool out_of_memory = false;
   std::optional<records::timeline> timeline;  // probe records from headroom.measurement/1.5 on
-  nlohmann::json raw;                         // the document, for compare
+  nlohmann::json raw;  // what compare reads of the document: inputs.layout, module_loading, source, layers
 };
 
 // Returns the record in `j`. Throws bad_input naming the problem: an unknown schema or major version, a
