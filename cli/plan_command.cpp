@@ -23,18 +23,18 @@ void add_problem_options(CLI::App* c, plan_options& o) {
   model->add_option("--model", o.model_file, "Model file in the preset format");
   model->add_option("--hf-config", o.hf_config, "HuggingFace config.json");
   model->require_option(1);
-  c->add_option("--seq", o.seq, "Sequence length (default: the model's)");
-  c->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
-  c->add_option("--global-batch", o.global_batch, "Sequences per step (sets micro-batches per step)")
+  c->add_option("--seq,--seq-length", o.seq, "Sequence length (default: the model's)");
+  c->add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
+  c->add_option("--global-batch,--global-batch-size", o.global_batch, "Sequences per step (sets micro-batches per step)")
       ->capture_default_str();
-  c->add_option("--recipe", o.recipe,
-                "Precision recipe: bf16-adam, fp32-adam, fp16-adam, bf16-adam-fp32-grads, "
-                "bf16-adam8bit, or a JSON file")
+  std::string recipes;
+  for (const auto& n : builtin_recipes()) recipes += (recipes.empty() ? "" : ", ") + n;
+  c->add_option("--recipe", o.recipe, "Precision recipe: " + recipes + ", or a JSON file (`headroom recipes`)")
       ->capture_default_str();
   c->add_option("--gpus", o.gpus, "Number of GPUs N");
-  c->add_option("--tp", o.tp, "Tensor-parallel size")->capture_default_str();
-  c->add_option("--pp", o.pp, "Pipeline-parallel size")->capture_default_str();
-  c->add_option("--cp", o.cp, "Context-parallel size")->capture_default_str();
+  c->add_option("--tp,--tensor-model-parallel-size", o.tp, "Tensor-parallel size")->capture_default_str();
+  c->add_option("--pp,--pipeline-model-parallel-size", o.pp, "Pipeline-parallel size")->capture_default_str();
+  c->add_option("--cp,--context-parallel-size", o.cp, "Context-parallel size")->capture_default_str();
   c->add_option("--pp-layout", o.pp_layout, "Transformer layers of each pipeline stage, e.g. 31,32,32,31")
       ->delimiter(',');
   c->add_option(

@@ -82,28 +82,43 @@ std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::
   return it->get<std::string>();
 }
 
-std::string closest_name(const std::string& name, const std::vector<std::string>& known) {
+namespace {
+
+// Returns the Levenshtein distance between `a` (at most 64 characters of it) and `b`.
+std::size_t edit_distance(const std::string& name, const std::string& b) {
   const std::string a = name.substr(0, 64);  // a 1 MB key costs no more than a long one
+  std::vector<std::size_t> row(b.size() + 1), prev(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      row[j] = std::min({prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(row, prev);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& known) {
   std::string best;
-  std::size_t best_d = std::max<std::size_t>(2, a.size() / 3) + 1;
-  std::vector<std::size_t> row, prev;
-  for (const auto& b : known) {
-    // Levenshtein distance, one row at a time.
-    prev.resize(b.size() + 1);
-    row.resize(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      row[0] = i;
-      for (std::size_t j = 1; j <= b.size(); ++j)
-        row[j] = std::min({prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      std::swap(row, prev);
-    }
-    if (prev[b.size()] < best_d) {
-      best_d = prev[b.size()];
+  std::size_t best_d = std::max<std::size_t>(2, std::min<std::size_t>(name.size(), 64) / 3) + 1;
+  for (const auto& b : known)
+    if (const std::size_t d = edit_distance(name, b); d < best_d) {
+      best_d = d;
       best = b;
     }
-  }
   return best;
+}
+
+std::vector<std::string> nearest_names(const std::string& name, const std::vector<std::string>& known,
+                                       std::size_t count) {
+  std::vector<std::pair<std::size_t, std::size_t>> ranked;  // distance, index in known
+  for (std::size_t i = 0; i < known.size(); ++i) ranked.emplace_back(edit_distance(name, known[i]), i);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < ranked.size() && i < count; ++i) out.push_back(known[ranked[i].second]);
+  return out;
 }
 
 void require_known_keys(const nlohmann::json& j, const std::vector<std::string>& known, const std::string& origin) {

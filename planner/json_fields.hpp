@@ -28,6 +28,10 @@ std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::
 // Returns the name in `known` closest to `name` by edit distance, or "" when none is within a third of its
 // length (at least 2 edits): the "did you mean" of an unknown key.
 std::string closest_name(const std::string& name, const std::vector<std::string>& known);
+// Returns up to `count` names of `known`, nearest to `name` by edit distance first (ties in `known`'s order):
+// what an error names instead of a list cut short.
+std::vector<std::string> nearest_names(const std::string& name, const std::vector<std::string>& known,
+                                       std::size_t count);
 // Throws bad_input "<origin>.<key>: unknown key (did you mean '<closest>'?)" for the first key of object `j`
 // not in `known`: a typo is never silently ignored.
 void require_known_keys(const nlohmann::json& j, const std::vector<std::string>& known, const std::string& origin);

@@ -157,10 +157,14 @@ model_spec load_preset(const std::string& name, const std::string& dir) {
   std::error_code ec;
   const fs::path p = fs::path(dir) / (name + ".json");
   if (!is_preset_name(name) || !fs::exists(p, ec) || ec) {
-    std::string known;
-    for (const auto& n : list_presets(dir)) known += (known.empty() ? "" : ", ") + n;
-    throw bad_input("preset", "unknown preset '" + shown_name(name) + "' (known: " +
-                                  (known.empty() ? "none in " + shown_name(dir) : known) + ")");
+    const auto all = list_presets(dir);
+    std::string nearest;
+    for (const auto& n : detail::nearest_names(name, all, 3)) nearest += (nearest.empty() ? "" : ", ") + n;
+    throw bad_input("preset", "unknown preset '" + shown_name(name) + "' (" +
+                                  (all.empty() ? "none in " + shown_name(dir)
+                                               : "closest: " + nearest + "; `headroom presets` lists all " +
+                                                     std::to_string(all.size())) +
+                                  ")");
   }
   return model_from_json(read_json_file(p.string()), name);
 }

@@ -199,7 +199,9 @@ recipe load_recipe(const std::string& name_or_path) {
                             shown_name(std::filesystem::path(name_or_path).filename().string()));
   std::string known;
   for (const auto& n : builtin_recipes()) known += (known.empty() ? "" : ", ") + n;
-  throw bad_input("recipe", "unknown recipe '" + shown_name(name_or_path) + "' (built in: " + known +
+  const std::string near = detail::closest_name(name_or_path, builtin_recipes());
+  throw bad_input("recipe", "unknown recipe '" + shown_name(name_or_path) + "'" +
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)") + " (built in: " + known +
                                 "; or a JSON file)");
 }
 

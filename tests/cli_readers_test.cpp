@@ -362,3 +362,31 @@ TEST(CliReaders, UnknownRecipeAndProblemKeysAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// A name not found names the nearest ones instead of a list cut short (issue 21), and Megatron's spellings of
+// the layout options are aliases meaning the same.
+TEST(CliReaders, UnknownNamesNameTheNearestAndMegatronSpellingsAreAliases) {
+  auto r = run("plan --preset llama3-7b --gpus 8");
+  expect_refused(r, "closest: ");
+  EXPECT_NE(r.err.find("llama3-8b"), std::string::npos) << r.err;  // one edit away, as llama2-7b is
+  EXPECT_NE(r.err.find("`headroom presets` lists all"), std::string::npos) << r.err;
+  expect_refused(run("plan --preset gpt3-175b --gpus 8 --recipe bf16-adamw"), "did you mean 'bf16-adam'?");
+  const auto a = run("plan --preset gpt3-1.3b --gpus 16 --tp 2 --pp 2 --micro-batch 2 --global-batch 64 --seq 1024 --json");
+  const auto b = run("plan --preset gpt3-1.3b --gpus 16 --tensor-model-parallel-size 2 "
+                     "--pipeline-model-parallel-size 2 --micro-batch-size 2 --global-batch-size 64 "
+                     "--seq-length 1024 --json");
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  ja.erase("created");
+  jb.erase("created");
+  EXPECT_EQ(ja, jb);
+  // --help names every built-in recipe.
+  const auto h = run("plan --help");
+  for (const char* n : {"bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster"})
+    EXPECT_NE(h.out.find(n), std::string::npos) << n;
+}
+
+}  // namespace

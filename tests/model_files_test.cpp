@@ -43,10 +43,12 @@ TEST(Presets, EveryPresetLoadsAndValidates) {
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
 }
 
-TEST(Presets, UnknownPresetNamesTheKnownOnes) {
-  auto msg = error_of([] { load_preset("gpt5", preset_dir()); });
-  EXPECT_NE(msg.find("unknown preset 'gpt5'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("gpt3-175b"), std::string::npos);
+// An unknown preset names the three nearest names (edit distance) and where the rest are listed.
+TEST(Presets, UnknownPresetNamesTheNearestOnes) {
+  auto msg = error_of([] { load_preset("gpt3-175", preset_dir()); });
+  EXPECT_NE(msg.find("unknown preset 'gpt3-175'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("closest: gpt3-175b"), std::string::npos) << msg;  // one edit: first
+  EXPECT_NE(msg.find("headroom presets"), std::string::npos) << msg;
   EXPECT_NE(error_of([] { load_preset("../etc/passwd", preset_dir()); }), "");
 }
 
