@@ -2,6 +2,7 @@
 #include "plan_command.hpp"
 
 #include "one_line.hpp"
+#include "option_units.hpp"
 
 #include <cmath>
 #include <iostream>
@@ -23,7 +24,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
   model->add_option("--model", o.model_file, "Model file in the preset format");
   model->add_option("--hf-config", o.hf_config, "HuggingFace config.json");
   model->require_option(1);
-  c->add_option("--seq,--seq-length", o.seq, "Sequence length (default: the model's)");
+  c->add_option("--seq,--seq-length", o.seq, "Sequence length (default: the model's); 8k = 8192")
+      ->transform(count_from_text);
   c->add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
   c->add_option("--global-batch,--global-batch-size", o.global_batch, "Sequences per step (sets micro-batches per step)")
       ->capture_default_str();
@@ -70,11 +72,17 @@ void add_problem_options(CLI::App* c, plan_options& o) {
       "ZeRO-3: gathered parameters alive at once (DeepSpeed's stage3_max_live_parameters; 0 = no limit)");
   c->add_flag("--reshard-after-forward,!--no-reshard-after-forward", o.reshard_after_forward,
               "ZeRO-3 / FSDP: free gathered parameters after forward (default) or keep them until backward");
-  c->add_option("--gpu-mem", o.gpu_mem_gib, "GPU memory, GiB")->capture_default_str();
-  c->add_option("--reserve", o.reserve_gib, "Reserve for context, NCCL, fragmentation, GiB")
+  c->add_option("--gpu-mem", o.gpu_mem_gib,
+                "GPU memory: GiB, or with a unit: 80GB (10^9 bytes), 80GiB or 80G (2^30), 81920MiB")
+      ->transform(gib_from_text)
+      ->capture_default_str();
+  c->add_option("--reserve", o.reserve_gib, "Reserve for context, NCCL, fragmentation: GiB, or with a unit")
+      ->transform(gib_from_text)
       ->capture_default_str();
   c->add_option("--fixed-overheads", o.fixed_overheads_gib,
-                "Memory outside the allocator the step peak leaves room for (context, cuBLAS, NCCL), GiB")
+                "Memory outside the allocator the step peak leaves room for (context, cuBLAS, NCCL): GiB, or "
+                "with a unit")
+      ->transform(gib_from_text)
       ->capture_default_str();
   c->add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (tp stays inside one)")
       ->capture_default_str();

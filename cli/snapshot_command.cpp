@@ -2,6 +2,8 @@
 // Parsing and printing only: reading, summarising and replaying snapshots live in probes/snapshots/.
 #include "snapshot_command.hpp"
 
+#include "option_units.hpp"
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -279,7 +281,9 @@ CLI::App* add_probe_snapshot_command(CLI::App* probe, probe_snapshot_options& o)
   c->add_option("--device,--snapshot-device", o.device, "The device trace to replay")->capture_default_str();
   c->add_flag("--what-if", o.what_if,
               "The same sequence under other settings and the least capacity each needs");
-  c->add_option("--gpu-mem", o.gpu_mem_gib, "Capacity, GiB (default: the snapshot's, else unbounded)");
+  c->add_option("--gpu-mem", o.gpu_mem_gib,
+                "Capacity: GiB, or with a unit (80GB, 80GiB); default: the snapshot's, else unbounded")
+      ->transform(gib_from_text);
   c->add_option("--max-split-size-mb", o.max_split_size_mb, "Replay under PyTorch's max_split_size_mb");
   c->add_flag("--expandable-segments", o.expandable_segments,
               "Replay under PyTorch's expandable_segments:True");

@@ -390,3 +390,38 @@ TEST(CliReaders, UnknownNamesNameTheNearestAndMegatronSpellingsAreAliases) {
 }
 
 }  // namespace
+
+namespace {
+
+// Units where people write them (issue 21): GB is 10^9 bytes and GiB 2^30; a sequence of 8k is 8192; a plain
+// number keeps its meaning; an unknown unit is one line naming it.
+TEST(CliReaders, MemoryAndSequenceUnits) {
+  const std::string p = "plan --preset gpt3-1.3b --gpus 8 --json ";
+  auto capacity = [&](const std::string& flags) {
+    const auto r = run(p + flags);
+    EXPECT_EQ(r.status, 0) << flags << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out)["device"]["capacity_bytes"].get<std::int64_t>() : -1;
+  };
+  EXPECT_EQ(capacity("--gpu-mem 80"), std::int64_t{80} << 30);
+  EXPECT_EQ(capacity("--gpu-mem 80GiB"), std::int64_t{80} << 30);
+  EXPECT_EQ(capacity("--gpu-mem 80G"), std::int64_t{80} << 30);
+  EXPECT_EQ(capacity("--gpu-mem 81920MiB"), std::int64_t{80} << 30);
+  EXPECT_EQ(capacity("--gpu-mem 80GB"), std::int64_t{80'000'000'000});
+  auto seq = [&](const std::string& flags) {
+    const auto r = run(p + flags);
+    EXPECT_EQ(r.status, 0) << flags << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out)["training"]["seq"].get<std::int64_t>() : -1;
+  };
+  EXPECT_EQ(seq("--seq 8k"), 8192);
+  EXPECT_EQ(seq("--seq 4K"), 4096);
+  EXPECT_EQ(seq("--seq 1000"), 1000);
+  for (const auto& [flags, says] : {std::pair{"--gpu-mem 80GX", "unknown unit"}, {"--seq 8m", "a count"}}) {
+    const auto r = run(p + flags);
+    EXPECT_EQ(r.status, 2) << flags;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+}  // namespace
