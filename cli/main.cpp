@@ -99,6 +99,7 @@ struct commands {
 };
 
 struct options {
+  bool presets_json = false, recipes_json = false;
   plan_options plan;
   trace_options trace;
   probe_command_options probe;
@@ -117,9 +118,11 @@ commands add_commands(CLI::App& app, options& o) {
   c.compare = add_compare_command(app, o.cal);
   c.report = add_report_command(app, o.cal);
   c.validate = add_validate_command(app, o.validate);
-  c.presets = app.add_subcommand("presets", "List the model presets");
+  c.presets = app.add_subcommand("presets", "List the model presets: parameters, shape, sequence, kind, source");
+  c.presets->add_flag("--json", o.presets_json, "Write them as JSON");
   c.recipes =
       app.add_subcommand("recipes", "List the precision recipes: bytes per parameter and what each shards");
+  c.recipes->add_flag("--json", o.recipes_json, "Write them as JSON");
   c.context = app.add_subcommand("context-probe", "Internal: measure the CUDA context (for probe overheads)");
   c.context->group("");  // not listed in --help
   return c;
@@ -128,11 +131,11 @@ commands add_commands(CLI::App& app, options& o) {
 // Runs the parsed subcommand; returns its exit status. Errors propagate as exceptions.
 int dispatch(const commands& c, const options& o) {
   if (c.recipes->parsed()) {
-    write_recipes(std::cout);
+    write_recipes(std::cout, o.recipes_json);
     return exit_fits;
   }
   if (c.presets->parsed()) {
-    for (const auto& n : list_presets(preset_dir())) std::cout << printable(n) << "\n";
+    write_presets(std::cout, o.presets_json);
     return exit_fits;
   }
   if (c.plan->parsed()) return run_plan(o.plan);

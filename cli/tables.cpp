@@ -6,6 +6,7 @@
 
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
+#include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "planner/recipe.hpp"
 #include "planner/units.hpp"
@@ -106,7 +107,19 @@ void write_peak_note(std::ostream& o, bool any) {
          "reserve, it decides\n";
 }
 
-void write_recipes(std::ostream& o) {
+void write_recipes(std::ostream& o, bool json) {
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& name : builtin_recipes()) {
+      const recipe r = load_recipe(name);
+      nlohmann::json j = recipe_to_json(r);
+      j["bytes_per_param"] = r.bytes_per_param();
+      j["zero_stages"] = {r.lowest_zero(), r.highest_zero()};
+      list.push_back(j);
+    }
+    o << nlohmann::json{{"tool", "headroom"}, {"tool_version", records::tool_version()}, {"recipes", list}}.dump(2) << "\n";
+    return;
+  }
   o << "precision recipes (--recipe NAME, or a JSON file in the same form; docs/model.md section 2)\n";
   for (const auto& name : builtin_recipes()) {
     const recipe r = load_recipe(name);
@@ -119,11 +132,11 @@ void write_recipes(std::ostream& o) {
                     static_cast<long long>(b.bytes), describe_sharding(b).c_str());
       o << buf;
     }
-    o << "  per GPU:";
-    for (int z = 0; z <= 3; ++z) {
+    o << "  per GPU (the ZeRO stages its framework runs it with):";
+    for (int z = r.lowest_zero(); z <= r.highest_zero(); ++z) {
       std::int64_t whole = 0, split = 0;
       for (const auto& b : r.buffers) (z >= b.shard_from ? split : whole) += b.bytes;
-      o << (z ? ";" : "") << " ZeRO-" << z << " ";
+      o << (z > r.lowest_zero() ? ";" : "") << " ZeRO-" << z << " ";
       if (split == 0)
         o << whole;
       else if (whole == 0)
@@ -133,6 +146,37 @@ void write_recipes(std::ostream& o) {
     }
     o << "\n";
   }
+}
+
+void write_presets(std::ostream& o, bool json) {
+  nlohmann::json list = nlohmann::json::array();
+  char line[256];
+  if (!json) {
+    std::snprintf(line, sizeof line, "%-18s %10s %7s %7s %6s %7s  %-6s %s\n", "preset", "parameters", "layers",
+                  "hidden", "heads", "seq", "kind", "source");
+    o << line;
+  }
+  for (const auto& name : list_presets(preset_dir())) {
+    const model_spec m = load_preset(name, preset_dir());
+    const std::int64_t params = count_params(m).total;
+    if (json) {
+      list.push_back({{"name", m.name},
+                      {"params", params},
+                      {"layers", m.layers},
+                      {"hidden", m.hidden},
+                      {"heads", m.heads},
+                      {"seq", m.seq},
+                      {"kind", "dense"},
+                      {"source", m.source}});
+      continue;
+    }
+    std::snprintf(line, sizeof line, "%-18s %9sB %7lld %7lld %6lld %7lld  %-6s %s\n", printable(name, 18).c_str(),
+                  fixed(static_cast<double>(params) / 1e9, 2).c_str(), static_cast<long long>(m.layers),
+                  static_cast<long long>(m.hidden), static_cast<long long>(m.heads), static_cast<long long>(m.seq),
+                  "dense", printable(m.source, 120).c_str());
+    o << line;
+  }
+  if (json) o << nlohmann::json{{"tool", "headroom"}, {"tool_version", records::tool_version()}, {"presets", list}}.dump(2) << "\n";
 }
 
 nlohmann::json inputs_json(const problem& p, records::kind k) {

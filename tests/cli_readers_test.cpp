@@ -425,3 +425,36 @@ TEST(CliReaders, MemoryAndSequenceUnits) {
 }
 
 }  // namespace
+
+namespace {
+
+// `presets` shows what a preset is, not only its name; `presets --json` and `recipes --json` are for scripts
+// (issue 21): every preset with its parameters, every recipe with the ZeRO stages it runs with.
+TEST(CliReaders, PresetsAndRecipesAsTablesAndJson) {
+  const auto t = run("presets");
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_EQ(t.out.rfind("preset ", 0), 0u) << t.out.substr(0, 200);
+  EXPECT_NE(t.out.find("175.00B"), std::string::npos) << t.out;  // gpt3-175b as the reference case counts it
+  const auto p = run("presets --json");
+  ASSERT_EQ(p.status, 0) << p.err;
+  const auto presets = nlohmann::json::parse(p.out)["presets"];
+  ASSERT_GE(presets.size(), 20u);
+  for (const auto& x : presets) {
+    EXPECT_GT(x["params"].get<std::int64_t>(), 0) << x.dump();
+    EXPECT_EQ(x["kind"], "dense");
+    EXPECT_FALSE(x["source"].get<std::string>().empty()) << x.dump();
+  }
+  const auto r = run("recipes --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  bool distopt = false;
+  const auto recipes = nlohmann::json::parse(r.out)["recipes"];
+  for (const auto& x : recipes)
+    if (x["name"] == "megatron-distopt") {
+      distopt = true;
+      EXPECT_EQ(x["zero_stages"], nlohmann::json::array({1, 1}));
+      EXPECT_EQ(x["bytes_per_param"], 18);
+    }
+  EXPECT_TRUE(distopt);
+}
+
+}  // namespace
