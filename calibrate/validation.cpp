@@ -1,11 +1,13 @@
 // validation.cpp: the planner against published figures and outcomes (see validation.hpp).
 #include "calibrate/validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
+#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "planner/units.hpp"
@@ -59,10 +61,14 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
   if (!j.is_object()) throw bad_input(origin, "a row is not an object");
   validation_row r;
   r.id = str_field(j, "id", "?");
+  static const std::vector<std::string> fields = {"id",        "kind",      "citation", "expresses",
+                                                  "published", "tolerance", "problem",  "layout"};
   for (const auto& [key, value] : j.items())
-    if (key != "id" && key != "kind" && key != "citation" && key != "expresses" && key != "published" &&
-        key != "tolerance" && key != "problem" && key != "layout")
-      throw row_error(r.id, "unknown field '" + key.substr(0, 60) + "'");
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+      const std::string near = detail::closest_name(key, fields);  // planner/json_fields.hpp
+      throw row_error(r.id, "unknown field '" + key.substr(0, 60) + "'" +
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
   r.kind = str_field(j, "kind", r.id);
   r.citation = str_field(j, "citation", r.id);
   r.expresses = j.value("expresses", "");

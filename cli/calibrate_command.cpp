@@ -81,17 +81,11 @@ std::vector<std::string> record_files(const std::vector<std::string>& args) {
 std::vector<probes::measurement_record> read_records(const std::vector<std::string>& args) {
   std::vector<probes::measurement_record> out;
   const auto files = record_files(args);
-  // Bounded cost: at most max_records records, and only the timelines a report draws are kept (the others'
-  // are emptied as they are read: the report still counts them), so memory stays near 20 KB a record.
+  // Bounded cost: at most max_records records, each held as its typed fields and its timeline.
   if (files.size() > calibrate::max_records)
     throw bad_input("records", std::to_string(files.size()) + " records given; a command reads at most " +
                                    std::to_string(calibrate::max_records) + " (split the set)");
-  std::size_t timelines = 0;
-  for (const auto& f : files) {
-    out.push_back(probes::measurement_from_json(read_json_file(f), f));
-    auto& t = out.back().timeline;
-    if (t && out.back().kind == "probe" && ++timelines > calibrate::max_timelines) *t = records::timeline{};
-  }
+  for (const auto& f : files) out.push_back(probes::measurement_from_json(read_json_file(f), f));
   return out;
 }
 

@@ -214,8 +214,8 @@ int run_plan(const plan_options& o) {
   if (o.json && o.csv) throw bad_input("output", "choose one of --json and --csv");
   if (o.suggest && o.min_gpus) throw bad_input("plan", "choose one of --suggest and --min-gpus");
   if (o.min_gpus && o.csv) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");
-  if (o.max_gpus <= 0 || o.max_gpus > 10'000'000)
-    throw bad_input("max-gpus", "must be between 1 and 10000000");
+  if (o.max_gpus <= 0 || o.max_gpus > max_gpus)
+    throw bad_input("max-gpus", "must be between 1 and " + std::to_string(max_gpus));
   if (o.top < 0 || o.top > 1'000'000) throw bad_input("top", "must be between 0 (all rows) and 1000000");
 
   search_axes axes;

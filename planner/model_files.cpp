@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "errors.hpp"
+#include "format.hpp"
 #include "json_fields.hpp"
 
 #ifndef HEADROOM_PRESET_DIR
@@ -39,11 +40,7 @@ std::vector<std::string> list_presets(const std::string& dir) {
 }
 
 std::string shown_name(const std::string& name) {
-  constexpr std::size_t most = 96, keep = 45;
-  std::string o;
-  for (char c : name) o.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
-  if (o.size() > most) o = o.substr(0, keep) + "..." + o.substr(o.size() - keep);
-  return o;
+  return printable(name, 93);  // the one sanitiser (format.hpp): 45 characters each side of "..."
 }
 
 namespace {

@@ -47,9 +47,9 @@ inline constexpr int max_json_depth = 64;
 // (`what` names the kind of input in that message: "a JSON input", "a snapshot").
 std::string read_regular_file(const std::string& path, std::uintmax_t cap, const char* what);
 
-// Returns `name` as an error message shows it: control characters as '?', and a name over 96 characters
-// cut in the middle ("first...last"), so a 100 KB argument still gives a one-line error that says what
-// went wrong.
+// Returns `name` as an error message shows it: printable(name, 93) (format.hpp): control characters
+// escaped, and a long name cut in the middle ("first...last"), so a 100 KB argument still gives a one-line
+// error that says what went wrong.
 std::string shown_name(const std::string& name);
 
 // Returns the parsed JSON of a file; throws bad_input("<path>", "...") when missing, not a regular file,

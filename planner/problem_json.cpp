@@ -150,7 +150,7 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
                       "offload_optimizer", "zero3_inflight_units", "zero3_live_params", "reshard_after_forward"},
                      origin);
   layout l;  // every field a file leaves out keeps layout's default
-  l.gpus = static_cast<int>(int_field(j, "gpus", origin, 1, 10'000'000));
+  l.gpus = static_cast<int>(int_field(j, "gpus", origin, 1, max_gpus));
   l.tp = static_cast<int>(opt_int_field(j, "tp", origin, 1, max_degree).value_or(l.tp));
   l.pp = static_cast<int>(opt_int_field(j, "pp", origin, 1, max_degree).value_or(l.pp));
   l.cp = static_cast<int>(opt_int_field(j, "cp", origin, 1, max_degree).value_or(l.cp));
@@ -168,7 +168,7 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   // dp is derived (gpus / (tp pp cp)); written for readers, it must agree when a file states it (where tp pp
   // cp do not divide the GPUs, layout_error names that instead).
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;
-  if (const auto dp = opt_int_field(j, "dp", origin, 1, 10'000'000);
+  if (const auto dp = opt_int_field(j, "dp", origin, 1, max_gpus);
       dp && l.gpus % tpc == 0 && *dp * tpc != l.gpus)
     throw bad_input(origin + ".dp", "is " + std::to_string(*dp) + ", but gpus / (tp x pp x cp) = " +
                                         std::to_string(l.gpus) + " / " +

@@ -29,7 +29,7 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
   for (int v = 1; v <= 8; ++v) vpps.push_back(v);
   // ZeRO stages: those the recipe runs with (recipe.hpp), from 1 with optimizer offload.
   std::vector<std::int64_t> zeros;
-  for (int z = std::max(p.precision.lowest_zero(), a.offload_optimizer ? 1 : 0); z <= p.precision.highest_zero(); ++z)
+  for (int z = lowest_searched_zero(p, a); z <= p.precision.highest_zero(); ++z)
     zeros.push_back(z);
   for (const auto& r : recompute_names) recomputes.push_back(static_cast<std::int64_t>(r.value));
   return {

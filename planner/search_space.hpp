@@ -5,6 +5,7 @@
 // replicas) is one more entry in search_space(), with its setter and its level.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -61,6 +62,12 @@ struct search_axis {
   // any_fits() tries the first alone.
   bool monotone = false;
 };
+
+// Returns the lowest ZeRO stage the search tries for `p` under `a`: the recipe's lowest (recipe.hpp), and
+// at least 1 with optimizer offload (layout_error's rule).
+inline int lowest_searched_zero(const problem& p, const search_axes& a) {
+  return std::max(p.precision.lowest_zero(), a.offload_optimizer ? 1 : 0);
+}
 
 // Returns the axes for `p` with the user's fixed axes `a`: tp, cp, sp, micro-batch, pp, vpp, ZeRO stage,
 // recompute, each level's axes in loop order (the last varies fastest).

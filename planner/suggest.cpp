@@ -26,7 +26,7 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   validate(p.model);
   validate(p.training, p.device);
   layout settings;  // the sharding settings the search does not vary, with the ZeRO stage if fixed
-  settings.zero = axes.zero.value_or(std::max(p.precision.lowest_zero(), axes.offload_optimizer ? 1 : 0));
+  settings.zero = axes.zero.value_or(lowest_searched_zero(p, axes));
   settings.offload_optimizer = axes.offload_optimizer;
   settings.zero3_inflight_units = axes.zero3_inflight_units;
   settings.zero3_live_params = axes.zero3_live_params;
