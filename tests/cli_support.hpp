@@ -58,7 +58,7 @@ inline std::string scratch(const std::string& name) {
       std::filesystem::path(::testing::TempDir()) / ("headroom_cli_files_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
-  std::filesystem::remove(p);
+  std::filesystem::remove_all(p);  // a file, or a folder a process of the same pid left in an earlier run
   return p.string();
 }
 
