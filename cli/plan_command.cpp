@@ -4,6 +4,7 @@
 #include "one_line.hpp"
 #include "option_units.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -13,6 +14,8 @@
 #include "planner/estimate.hpp"
 #include "planner/explain.hpp"
 #include "planner/model_files.hpp"
+#include "launch_options.hpp"
+#include "planner/gpu_types.hpp"
 #include "tables.hpp"
 
 namespace headroom::cli {
@@ -22,8 +25,39 @@ void add_problem_options(CLI::App* c, plan_options& o) {
   auto* model = c->add_option_group("model", "exactly one of these");
   model->add_option("--preset", o.preset, "Model preset name (presets/NAME.json)");
   model->add_option("--model", o.model_file, "Model file in the preset format");
-  model->add_option("--hf-config", o.hf_config, "HuggingFace config.json");
+  model->add_option("--hf-config", o.hf_config, "HuggingFace config.json (dense and MoE families)");
+  model->add_option("--megatron-args", o.megatron_args,
+                    "A Megatron-LM pretrain_gpt.py command line or its YAML form (file or string): model, layout "
+                    "and recipe");
   model->require_option(1);
+  c->add_option("--deepspeed-config", o.deepspeed_config,
+                "A DeepSpeed JSON config: ZeRO stage, offload, buckets, batch sizes, precision");
+  c->add_option("--torchtitan-config", o.torchtitan_config,
+                "A torchtitan TOML job file: parallelism degrees, activation checkpointing, float8");
+  c->add_option("--torchtitan-override", o.torchtitan_overrides,
+                "A dotted torchtitan override, e.g. parallelism.tensor_parallel_degree=4 (repeatable)");
+  c->add_flag("--allow-unmodelled", o.allow_unmodelled,
+              "Plan an imported launch even where it sets something that changes memory and is not modelled");
+  c->add_option("--gpu-type", o.gpu_type, "GPU by name: its reported capacity, bf16 rate and links (`headroom gpus`)");
+  c->add_option("--ep,--expert-model-parallel-size", o.ep, "Expert-parallel size (MoE)")->capture_default_str();
+  c->add_option("--etp,--expert-tensor-parallel-size", o.etp, "Expert tensor-parallel size (MoE; default: tp)");
+  c->add_option("--dp-replicate", o.dp_replicate,
+                "Hybrid sharding (HSDP): data-parallel replicas; ZeRO shards inside one")
+      ->capture_default_str();
+  c->add_option("--moe-imbalance", o.moe_imbalance,
+                "Routed rows on the busiest rank over the balanced share (Megatron's overload factor; 1 = balanced)")
+      ->capture_default_str();
+  c->add_option("--capacity-factor,--moe-expert-capacity-factor", o.capacity_factor,
+                "MoE expert capacity factor (with --pad-to-capacity: every expert gets its padded capacity)");
+  c->add_flag("--pad-to-capacity,--moe-pad-expert-input-to-capacity", o.pad_to_capacity,
+              "Pad every expert's input to its capacity");
+  c->add_option("--dispatcher,--moe-token-dispatcher-type", o.dispatcher, "MoE token dispatcher: alltoall or allgather")
+      ->check(CLI::IsMember(names_of<dispatcher_kind>()))
+      ->capture_default_str();
+  c->add_option("--recompute-modules", o.recompute_modules,
+                "What selective recomputation drops (Megatron's names): core_attn, layernorm, mla_up_proj, "
+                "moe_act, mlp, moe, shared_experts")
+      ->delimiter(',');
   c->add_option("--seq,--seq-length", o.seq, "Sequence length (default: the model's); 8k = 8192")
       ->transform(count_from_text);
   c->add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
@@ -90,7 +124,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
                 "Reserve fitted by `headroom calibrate` (replaces --reserve and --fixed-overheads)");
   c->add_flag("--strict-calibration", o.strict_calibration,
               "A calibration made for another GPU, driver or allocator is an error, not a warning");
-  c->add_option("--gpu", o.target_gpu, "The GPU planned for, checked against the calibration");
+  c->add_option("--calibration-gpu", o.target_gpu,
+                "The GPU planned for, checked against the calibration's (its device name, e.g. 'NVIDIA H100 80GB HBM3')");
   c->add_option("--driver", o.target_driver, "The driver planned for, checked against the calibration");
 }
 
@@ -137,6 +172,7 @@ recompute_mode recompute_from(const std::string& s) {
 }  // namespace
 
 bool given(const plan_options& o, const char* name) {
+  if (std::find(o.imported.begin(), o.imported.end(), name) != o.imported.end()) return true;
   return o.app && o.app->count(name) > 0;
 }
 
@@ -151,13 +187,37 @@ problem problem_from(const plan_options& o) {
   else if (!o.hf_config.empty())
     p.model = load_hf_config(o.hf_config);
   else
-    throw bad_input("model", "give --preset, --model or --hf-config");
+    throw bad_input("model", "give --preset, --model, --hf-config or --megatron-args");
   p.precision = load_recipe(o.recipe);
   p.training.seq = o.seq.value_or(p.model.seq);
   p.training.micro_batch = o.micro_batch;
   p.training.global_batch = o.global_batch;
   p.training.attention = named<attention_kind>(o.attention, "attention");
   p.device.capacity = gib_flag(o.gpu_mem_gib, "gpu-mem");
+  if (!o.gpu_type.empty()) {
+    const gpu_type& g = find_gpu_type(o.gpu_type);
+    p.device.gpu_type = g.name;
+    if (!given(o, "--gpu-mem")) p.device.capacity = g.capacity;
+    if (!given(o, "--gpus-per-node")) p.device.gpus_per_node = g.gpus_per_node;
+  }
+  p.training.recompute_modules = o.recompute_modules.empty() ? default_recompute_modules : 0;
+  for (const auto& name : o.recompute_modules) {
+    const auto m = parse_name<recompute_module>(name);
+    if (!m)
+      throw bad_input("recompute-modules", "unknown module '" + name.substr(0, 40) + "': must be " +
+                                               names_phrase<recompute_module>());
+    p.training.recompute_modules |= module_bit(*m);
+  }
+  if (!std::isfinite(o.moe_imbalance) || o.moe_imbalance < 1 || o.moe_imbalance > 1024)
+    throw bad_input("moe-imbalance", "must be between 1 (balanced) and 1024");
+  if (!std::isfinite(o.capacity_factor) || o.capacity_factor < 0 || o.capacity_factor > 1024)
+    throw bad_input("capacity-factor", "must be between 0 (none) and 1024");
+  if (o.pad_to_capacity && o.capacity_factor <= 0)
+    throw bad_input("pad-to-capacity", "needs --capacity-factor");
+  p.training.routing = {o.moe_imbalance, o.capacity_factor, o.pad_to_capacity,
+                        named<dispatcher_kind>(o.dispatcher, "dispatcher")};
+  const bool moe_settings = given(o, "--moe-imbalance") || given(o, "--capacity-factor") ||
+                            given(o, "--pad-to-capacity") || given(o, "--dispatcher");
   p.device.reserve.fixed = gib_flag(o.reserve_gib, "reserve");
   p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
   p.training.loss = named<loss_kind>(o.loss, "loss");
@@ -166,7 +226,10 @@ problem problem_from(const plan_options& o) {
   if (o.first_stage_layers < 0 || o.last_stage_layers < 0)
     throw bad_input("first-stage-layers", "stage layer counts must be positive");
   if (o.pp_layout.size() > 100'000) throw bad_input("pp-layout", "is absurd (over 100000 stages)");
-  p.device.gpus_per_node = o.gpus_per_node;
+  if (o.gpu_type.empty() || given(o, "--gpus-per-node")) p.device.gpus_per_node = o.gpus_per_node;
+  if (moe_settings && !p.model.moe.enabled())
+    throw bad_input("moe", "routing settings (--moe-imbalance, --capacity-factor, --dispatcher) need a "
+                           "mixture-of-experts model");
   if (!o.calibration.empty()) {
     if (given(o, "--reserve") || given(o, "--fixed-overheads"))
       throw bad_input("calibration", "replaces --reserve and --fixed-overheads: give one or the other");
@@ -206,11 +269,24 @@ layout layout_from(const plan_options& o) {
   l.zero3_inflight_units = o.units;
   l.zero3_live_params = o.zero3_live_params;
   l.reshard_after_forward = o.reshard_after_forward;
+  l.ep = o.ep;
+  l.etp = o.etp;
+  l.dp_replicate = o.dp_replicate;
+  l.reduce_bucket = o.reduce_bucket;
+  l.prefetch_bucket = o.prefetch_bucket;
   return l;
 }
 
-int run_plan(const plan_options& o) {
+int run_plan(const plan_options& options) {
+  plan_options o = options;
+  const std::vector<launch_import> imports = apply_imports(o);
   const problem p = problem_from(o);
+  if (!o.gpu_type.empty()) {  // the type's rate and links rank layouts unless stated
+    const gpu_type& g = find_gpu_type(o.gpu_type);
+    if (!given(o, "--tflops")) o.costs.tflops = g.tflops;
+    if (!given(o, "--intra-node-gbs")) o.costs.intra_node_gbs = g.intra_node_gbs;
+    if (!given(o, "--inter-node-gbs")) o.costs.inter_node_gbs = g.inter_node_gbs;
+  }
   if (o.json && o.csv) throw bad_input("output", "choose one of --json and --csv");
   if (o.suggest && o.min_gpus) throw bad_input("plan", "choose one of --suggest and --min-gpus");
   if (o.min_gpus && o.csv) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");
@@ -232,6 +308,11 @@ int run_plan(const plan_options& o) {
   axes.zero3_inflight_units = o.units;
   axes.zero3_live_params = o.zero3_live_params;
   axes.reshard_after_forward = o.reshard_after_forward;
+  if (given(o, "--ep")) axes.ep = o.ep;
+  if (given(o, "--etp")) axes.etp = o.etp;
+  axes.dp_replicate = o.dp_replicate;
+  axes.reduce_bucket = o.reduce_bucket;
+  axes.prefetch_bucket = o.prefetch_bucket;
   for (auto [v, name] : {std::pair{axes.tp, "tp"}, {axes.pp, "pp"}, {axes.cp, "cp"}})
     if (v && *v <= 0) throw bad_input(name, "must be positive, got " + std::to_string(*v));
   if (o.vpp <= 0) throw bad_input("vpp", "must be positive");
@@ -273,7 +354,7 @@ int run_plan(const plan_options& o) {
     write_plan_csv(std::cout, p, b);
   else {
     write_plan_text(std::cout, p, b);
-    if (o.explain) std::cout << "\n" << explain_plan(p, b);
+    if (o.explain) std::cout << "\n" << explain_imports(imports) << explain_plan(p, b);
   }
   return b.fits() ? exit_fits : exit_does_not_fit;
 }

@@ -32,6 +32,19 @@ struct plan_options {
   std::string calibration;  // --calibration FILE
   bool strict_calibration = false;
   std::string target_gpu, target_driver;
+  std::string gpu_type;  // --gpu-type: capacity, rate and links by name (planner/gpu_types.hpp)
+  // Mixture-of-experts and hybrid sharding.
+  int ep = layout{}.ep, etp = layout{}.etp, dp_replicate = layout{}.dp_replicate;
+  double moe_imbalance = moe_routing{}.imbalance, capacity_factor = moe_routing{}.capacity_factor;
+  bool pad_to_capacity = false;
+  std::string dispatcher = to_string(moe_routing{}.dispatcher);
+  std::vector<std::string> recompute_modules;  // --recompute-modules (Megatron's names); empty: core_attn
+  // Launch importers (planner/imports/): their values fill what the command line does not state.
+  std::string megatron_args, deepspeed_config, torchtitan_config;
+  std::vector<std::string> torchtitan_overrides;
+  bool allow_unmodelled = false;
+  std::vector<std::string> imported;  // options an importer set (given() counts them as given)
+  std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config
   std::vector<std::int64_t> pp_layout;
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;

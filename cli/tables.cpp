@@ -199,6 +199,8 @@ nlohmann::json stage_json(const problem& p, const stage_breakdown& s) {
   return {{"stage", s.stage},
           {"layers", s.layers},
           {"params_on_rank", s.params_on_rank},
+          {"moe_layers", s.moe_layers},
+          {"expert_params_on_rank", s.expert_params_on_rank},
           {"buffers", bufs},
           {"params_bytes", s.params},
           {"grads_bytes", s.grads},

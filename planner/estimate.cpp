@@ -15,14 +15,26 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 }
 }  // namespace
 
+rank_params layer_params_on_rank(const param_counts& pc, const layout& l) {
+  auto of = [&](const layer_params& x) {
+    return rank_params{ceil_div(x.sharded, l.tp) + x.replicated,
+                       ceil_div(x.expert, static_cast<std::int64_t>(l.ep) * l.expert_tp())};
+  };
+  if (pc.moe_before.empty()) return {ceil_div(pc.per_layer, l.tp), 0};
+  const rank_params d = of(pc.dense_layer), m = of(pc.moe_layer);
+  return m.total() >= d.total() ? m : d;
+}
+
 std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l) {
-  return pc.per_layer * p.precision.bytes_of(buffer_kind::params) / (static_cast<std::int64_t>(l.tp) * l.pp);
+  if (!pc.moe_before.empty())
+    return layer_params_on_rank(pc, l).total() * p.precision.gathered_bytes_per_param();
+  return pc.per_layer * p.precision.gathered_bytes_per_param() / (static_cast<std::int64_t>(l.tp) * l.pp);
 }
 
 std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t chunk_layers) {
   std::int64_t units = std::min<std::int64_t>(l.zero3_inflight_units, chunk_layers);
   if (l.zero3_live_params > 0) {
-    const std::int64_t layer = std::max<std::int64_t>(1, ceil_div(pc.per_layer, l.tp));
+    const std::int64_t layer = std::max<std::int64_t>(1, layer_params_on_rank(pc, l).total());
     units = std::min(units, std::max<std::int64_t>(1, l.zero3_live_params / layer));
   }
   return units;
@@ -44,41 +56,72 @@ std::int64_t reserve_tokens(const problem& p, const layout& l) {
   return p.training.seq / std::max(1, l.cp) * p.training.micro_batch;
 }
 
-std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
-                                  std::int64_t layers) {
+std::int64_t stage_moe_layers(const problem& p, const param_counts& pc, const layout& l, int stage,
+                              std::int64_t layers) {
+  if (pc.moe_before.empty()) return 0;
+  if (l.vpp <= 1) return pc.moe_layers_in(first_layer_of(p, l, stage), layers);
+  // Interleaved: chunk c of this stage is virtual stage c * pp + stage. Every stage's layers divide by vpp
+  // (split_error), so each round of pp virtual stages holds L / vpp layers.
+  const std::int64_t per_chunk = layers / l.vpp, round = p.model.layers / l.vpp;
+  const std::int64_t before = first_layer_of(p, l, stage) / l.vpp;
+  std::int64_t n = 0;
+  for (int c = 0; c < l.vpp; ++c) n += pc.moe_layers_in(c * round + before, per_chunk);
+  return n;
+}
+
+rank_params stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
+                                 std::int64_t layers, std::int64_t moe_layers) {
   const std::int64_t L = p.model.layers;
-  std::int64_t stage_params = 0;
   if (pc.stated) {
     // Psi * layers_k / L: with an even split this is Psi / pp exactly, the reference figure; uneven, in
     // 128 bits so the product cannot overflow.
-    stage_params = layers * l.pp == L
-                       ? pc.total / l.pp
-                       : static_cast<std::int64_t>(static_cast<wide_int>(pc.total) * layers / L);
-  } else {
-    stage_params = layers * pc.per_layer;
-    if (stage == 0) stage_params += pc.embedding;
-    if (stage == l.pp - 1) stage_params += pc.output + (l.pp > 1 ? pc.output_tied : 0);
+    const std::int64_t stage_params =
+        layers * l.pp == L ? pc.total / l.pp
+                           : static_cast<std::int64_t>(static_cast<wide_int>(pc.total) * layers / L);
+    return {ceil_div(stage_params, l.tp), 0};
   }
-  return ceil_div(stage_params, l.tp);
+  const std::int64_t dense_layers = layers - moe_layers;
+  std::int64_t sharded = dense_layers * pc.dense_layer.sharded + moe_layers * pc.moe_layer.sharded;
+  std::int64_t replicated = dense_layers * pc.dense_layer.replicated + moe_layers * pc.moe_layer.replicated;
+  std::int64_t expert = moe_layers * pc.moe_layer.expert;
+  if (stage == 0) {
+    sharded += pc.embedding - pc.embedding_replicated;
+    replicated += pc.embedding_replicated;
+  }
+  if (stage == l.pp - 1) {
+    sharded += pc.output - pc.output_replicated + (l.pp > 1 ? pc.output_tied : 0) + pc.mtp.sharded;
+    replicated += pc.output_replicated + pc.mtp.replicated;
+    expert += pc.mtp.expert;
+  }
+  return {ceil_div(sharded, l.tp) + replicated, ceil_div(expert, static_cast<std::int64_t>(l.ep) * l.expert_tp())};
 }
 
-std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, std::int64_t params_on_rank) {
-  const std::int64_t bytes = b.bytes * params_on_rank;
-  return l.zero >= b.shard_from ? ceil_div(bytes, l.shard_degree()) : bytes;
+std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, const rank_params& on_rank) {
+  const std::int64_t dense = b.bytes * on_rank.dense, expert = b.bytes * on_rank.expert;
+  if (l.zero < b.shard_from) return dense + expert;
+  return ceil_div(dense, l.shard_degree()) + (expert ? ceil_div(expert, l.expert_shard_degree()) : 0);
 }
 
-std::int64_t persistent_bytes(const problem& p, const layout& l, std::int64_t params_on_rank) {
+std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank) {
   std::int64_t sum = 0;
   for (const auto& b : p.precision.buffers)
-    if (!offloaded(b, l)) sum += buffer_bytes(b, l, params_on_rank);
+    if (!offloaded(b, l)) sum += buffer_bytes(b, l, on_rank);
   return sum;
 }
 
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
-                             std::int64_t params_on_rank) {
-  if (l.zero != 3 || l.shard_degree() <= 1) return 0;
-  return l.reshard_after_forward ? zero3_units(pc, l, layers / l.vpp) * zero3_gather_bytes(p, pc, l)
-                                 : params_on_rank * p.precision.bytes_of(buffer_kind::params);
+                             const rank_params& on_rank) {
+  if (l.zero == 0 || l.shard_degree() <= 1) return 0;
+  // DeepSpeed's buckets (0 unless a DeepSpeed config set them): the gradient reduce buckets in the
+  // gradients' dtype.
+  const std::int64_t grad_bytes = p.precision.bytes_of(buffer_kind::grads),
+                     param_bytes = p.precision.gathered_bytes_per_param();
+  std::int64_t buckets = saturating_mul(l.reduce_bucket, grad_bytes);
+  if (l.zero < 3) return buckets;
+  // ZeRO-3: whole layers gathered in flight, or DeepSpeed's prefetch bucket when that holds more.
+  const std::int64_t gathered = l.reshard_after_forward ? zero3_units(pc, l, layers / l.vpp) * zero3_gather_bytes(p, pc, l)
+                                                        : on_rank.total() * param_bytes;
+  return buckets + std::max(gathered, saturating_mul(l.prefetch_bucket, param_bytes));
 }
 
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
@@ -86,16 +129,19 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   stage_breakdown s;
   s.stage = stage;
   s.layers = stage_layers(p, l, stage);
+  s.moe_layers = stage_moe_layers(p, pc, l, stage, s.layers);
   const bool first = stage == 0, last = stage == l.pp - 1;
 
   // Parameters this rank owns. A stated Ψ is spread evenly (as the reference case does); a derived one puts
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
-  s.params_on_rank = stage_params_on_rank(p, pc, l, stage, s.layers);
+  const rank_params on_rank = stage_params_on_rank(p, pc, l, stage, s.layers, s.moe_layers);
+  s.params_on_rank = on_rank.total();
+  s.expert_params_on_rank = on_rank.expert;
 
   const auto& bufs = p.precision.buffers;
   for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
     const auto& b = bufs[i];
-    const std::int64_t bytes = buffer_bytes(b, l, s.params_on_rank);
+    const std::int64_t bytes = buffer_bytes(b, l, on_rank);
     if (offloaded(b, l)) {
       s.host_offload += bytes;
       continue;
@@ -121,7 +167,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // ZeRO-3 gathers whole layers before use: `units` in flight, divided by tp * pp as the reference case does.
   // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
   // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
-  s.transient = stage_transient(p, pc, l, s.layers, s.params_on_rank);
+  s.transient = stage_transient(p, pc, l, s.layers, on_rank);
   s.state = s.persistent + s.transient;
 
   // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
@@ -129,7 +175,8 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
-  s.activations = saturating_mul(s.layer_activations, per_layer.of(l.recompute));
+  s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp, per_layer,
+                                          peaks, l.recompute);
   if (first && peaks.first_stage) {
     s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
     s.activations += s.embedding_activations;
@@ -138,7 +185,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
     s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
                                       p.training.attention, p.precision.activation_bytes});
 
-  s.working_set = peaks.working_set_of(l.recompute) + unsharded_layer_grad_bytes(p, pc, l);
+  s.working_set = peaks.working_set_of(l.recompute, s.moe_layers > 0) + unsharded_layer_grad_bytes(p, pc, l);
   s.output_phase = last ? peaks.output_phase : 0;
   // The verdict (stage_terms.hpp): step peak, reserve, both totals, headroom.
   const stage_verdict v = judge(s.terms(), p.device, reserve_tokens(p, l));
@@ -157,7 +204,9 @@ stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const a
                                const peak_sums& peaks, const layout& l) {
   stage_breakdown a = evaluate_stage(p, pc, per_layer, peaks, l, 0);
   if (l.pp == 1) return a;
-  if (middle_stages_dominated(p, l)) {
+  // A MoE model's stages differ in their layers' kinds (DeepSeek's dense first layers, MTP on the last):
+  // every stage is evaluated.
+  if (middle_stages_dominated(p, l) && !p.model.moe.enabled()) {
     stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, l.pp - 1);
     return b.decisive_total() > a.decisive_total() ? b : a;
   }
@@ -171,7 +220,7 @@ stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const a
 
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {
   if (l.zero < 2 || l.shard_degree() <= 1) return 0;
-  return ceil_div(pc.per_layer, l.tp) * p.precision.bytes_of(buffer_kind::grads);
+  return layer_params_on_rank(pc, l).total() * p.precision.bytes_of(buffer_kind::grads);
 }
 
 breakdown estimate(const problem& p, const layout& l) {
@@ -183,13 +232,19 @@ breakdown estimate(const problem& p, const layout& l) {
   r.basis.params = count_params(p.model);
   check_state_fits_in_int64(p, r.basis.params);
   r.basis.ledger = layer_ledger(p.model, shape_of(p, l));
-  r.basis.per_layer = sum_ledger(r.basis.ledger);
+  r.basis.per_layer = sum_ledger(r.basis.ledger, p.training.recompute_modules);
+  if (p.model.moe.enabled()) r.basis.moe_ledger = layer_ledger(p.model, shape_of(p, l), true);
   r.basis.microbatches = microbatches_per_step(p, l);
   // Overflow guard for the inner loop: the largest activation product must stay in int64.
   detail::checked_mul(r.basis.per_layer.none, p.model.layers * std::max(1, l.pp) * 2, "activations");
+  detail::checked_mul(total_bytes(r.basis.moe_ledger), p.model.layers * std::max(1, l.pp) * 2, "activations");
   const auto shape = shape_of(p, l);
-  r.basis.working_set =
-      backward_working_set(p.model, shape, l.recompute, unsharded_layer_grad_bytes(p, r.basis.params, l));
+  const std::int64_t ugrad = unsharded_layer_grad_bytes(p, r.basis.params, l);
+  r.basis.working_set = backward_working_set(p.model, shape, l.recompute, ugrad);
+  if (p.model.moe.enabled()) {  // the MoE layer's working set, where it is the larger
+    auto moe = backward_working_set(p.model, shape, l.recompute, ugrad, true);
+    if (total_bytes(moe) > total_bytes(r.basis.working_set)) r.basis.working_set = std::move(moe);
+  }
   r.basis.output_phase = output_phase_tensors(p.model, shape);
   r.basis.first_stage = first_stage_tensors(p.model, shape);
   r.basis.peaks = sum_peaks(p.model, shape);

@@ -24,7 +24,9 @@ namespace headroom {
 struct stage_breakdown {
   int stage = 0;
   std::int64_t layers = 0;          // transformer layers on this stage
+  std::int64_t moe_layers = 0;      // of `layers`, those with a MoE MLP
   std::int64_t params_on_rank = 0;  // parameters this rank owns before ZeRO sharding (count, not bytes)
+  std::int64_t expert_params_on_rank = 0;  // of params_on_rank, routed experts' (sharded over expert dp)
   std::array<std::int64_t, max_recipe_buffers> buffer_bytes{};    // per recipe buffer, on the GPU
   std::int64_t params = 0, grads = 0, master = 0, optimizer = 0;  // buffer bytes by kind, on the GPU
   std::int64_t host_offload = 0;       // master + optimizer bytes held in host memory instead
@@ -60,8 +62,9 @@ struct stage_breakdown {
 // Everything a layout's figures derive from that does not depend on the stage.
 struct plan_basis {
   param_counts params;
-  std::vector<ledger_entry> ledger;        // one layer, one micro-batch, this rank
+  std::vector<ledger_entry> ledger;        // one dense layer, one micro-batch, this rank
   activation_sums per_layer;               // sums of `ledger`
+  std::vector<ledger_entry> moe_ledger;    // one MoE layer (empty for a dense model)
   peak_sums peaks;                         // the working set and output phase the step peak adds
   std::vector<ledger_entry> working_set;   // one layer's backward working set (backward_working_set)
   std::vector<ledger_entry> output_phase;  // the last stage's output-layer tensors
@@ -79,7 +82,21 @@ struct breakdown {
   bool fits() const { return worst_stage().fits; }
 };
 
-// Returns the bytes of one ZeRO-3 gather unit: a layer's parameters / (tp * pp), the reference case's rule.
+// The parameters one rank owns before ZeRO sharding (counts): the dense part shards over dp * cp, the routed
+// experts' over the expert data-parallel ranks (layout::expert_shard_degree).
+struct rank_params {
+  std::int64_t dense = 0;
+  std::int64_t expert = 0;
+  constexpr std::int64_t total() const { return dense + expert; }
+};
+
+// Returns the parameters of the heaviest layer on one rank of `l` (a count): a dense layer / tp for a dense
+// model; for a MoE model the larger of a dense and a MoE layer, tp-sharded part / tp + replicated part +
+// routed experts / (ep x expert tp).
+rank_params layer_params_on_rank(const param_counts& pc, const layout& l);
+
+// Returns the bytes of one ZeRO-3 gather unit: a layer's parameters / (tp * pp), the reference case's rule,
+// for a dense model; for a MoE model, the heaviest layer's parameters on the rank (layer_params_on_rank).
 std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l);
 
 // Returns the ZeRO-3 gather units in flight on a stage whose model chunks hold `chunk_layers` layers: the
@@ -103,10 +120,15 @@ inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
 
 // The pieces of a stage's figures, stated once: evaluate_stage assembles them into a breakdown, and the
 // search (suggest.cpp) combines them without building one.
-// Returns the parameters rank `stage` owns before ZeRO sharding (a count): a stated Ψ spread by layers, a
-// derived one with the embedding on the first stage and the output layer on the last; divided by tp.
-std::int64_t stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
-                                  std::int64_t layers);
+// Returns the MoE layers among the `layers` layers of stage `stage` (its model chunks' layers when
+// interleaved: virtual stage c * pp + stage holds chunk c). 0 for a dense model.
+std::int64_t stage_moe_layers(const problem& p, const param_counts& pc, const layout& l, int stage,
+                              std::int64_t layers);
+// Returns the parameters rank `stage` owns before ZeRO sharding (counts): a stated Ψ spread by layers,
+// divided by tp; a derived one with the embedding on the first stage, the output layer (and MTP layers) on
+// the last, the tp-sharded part / tp, the replicated part whole, the routed experts / (ep x expert tp).
+rank_params stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
+                                 std::int64_t layers, std::int64_t moe_layers);
 // Returns whether buffer `b` lives in host memory when the optimizer is offloaded or not (ZeRO-Offload:
 // master and optimizer states).
 inline bool offloaded(const recipe_buffer& b, bool offload_optimizer) {
@@ -116,13 +138,24 @@ inline bool offloaded(const recipe_buffer& b, bool offload_optimizer) {
 inline bool offloaded(const recipe_buffer& b, const layout& l) {
   return offloaded(b, l.offload_optimizer);
 }
-// Returns the bytes of buffer `b` for `params_on_rank` parameters, divided over the shards when sharded.
-std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, std::int64_t params_on_rank);
+// Returns the bytes of buffer `b` for the rank's parameters: the dense part divided over the dp * cp shards
+// and the experts' over the expert data-parallel shards, when the ZeRO stage shards the buffer.
+std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, const rank_params& on_rank);
 // Returns the bytes of every buffer kept on the GPU (params + grads + master + optimizer).
-std::int64_t persistent_bytes(const problem& p, const layout& l, std::int64_t params_on_rank);
+std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank);
 // Returns the ZeRO-3 gather transient of a stage of `layers` layers, in bytes (0 below ZeRO-3).
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
-                             std::int64_t params_on_rank);
+                             const rank_params& on_rank);
+// Returns the bytes a stage keeps of activations for its layers: chunks in flight x (dense layers x the dense
+// layer's bytes + MoE layers x the MoE layer's bytes) / vpp under recompute mode `r`.
+inline std::int64_t stage_layer_activations(std::int64_t chunks, std::int64_t layers, std::int64_t moe_layers,
+                                            int vpp, const activation_sums& dense, const peak_sums& peaks,
+                                            recompute_mode r) {
+  if (moe_layers == 0) return saturating_mul(chunks * (layers / vpp), dense.of(r));
+  const std::int64_t per_chunk =
+      ((layers - moe_layers) * dense.of(r) + moe_layers * peaks.moe_layer.of(r)) / vpp;
+  return saturating_mul(chunks, per_chunk);
+}
 
 // Returns the breakdown of one stage, given the precomputed per-layer sums. No allocation: this is the
 // inner loop of --suggest.
@@ -134,8 +167,8 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l);
 
-// Returns the bytes of one layer's unsharded parameter gradients that exist before reduce-scatter
-// (ZeRO >= 2 with more than one shard), else 0.
+// Returns the bytes of the heaviest layer's unsharded parameter gradients on the rank that exist before
+// reduce-scatter (ZeRO >= 2 with more than one shard), else 0.
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l);
 
 // Validates `l` against `p` and returns every stage's breakdown. Throws bad_input.

@@ -2,7 +2,6 @@
 #include "json_fields.hpp"
 
 #include <algorithm>
-
 #include <cmath>
 
 #include "errors.hpp"
@@ -115,13 +114,15 @@ std::vector<std::string> nearest_names(const std::string& name, const std::vecto
                                        std::size_t count) {
   std::vector<std::pair<std::size_t, std::size_t>> ranked;  // distance, index in known
   for (std::size_t i = 0; i < known.size(); ++i) ranked.emplace_back(edit_distance(name, known[i]), i);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;
   for (std::size_t i = 0; i < ranked.size() && i < count; ++i) out.push_back(known[ranked[i].second]);
   return out;
 }
 
-void require_known_keys(const nlohmann::json& j, const std::vector<std::string>& known, const std::string& origin) {
+void require_known_keys(const nlohmann::json& j, const std::vector<std::string>& known,
+                        const std::string& origin) {
   if (!j.is_object()) return;
   for (const auto& [key, value] : j.items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
@@ -134,19 +135,31 @@ void require_known_keys(const nlohmann::json& j, const std::vector<std::string>&
 
 const std::vector<unmodelled_field>& unmodelled_fields() {
   // Field names as Hugging Face configs (Mixtral, Qwen-MoE, DeepSeek-V2/V3, DBRX, Llama 4, OLMoE) and
-  // Megatron-style model files spell them.
+  // Megatron-style model files spell them. A model file states experts and latent attention in its "moe" and
+  // "mla" objects, so these flat keys stay refused there; the HuggingFace reader (model_files.cpp) refuses only
+  // those its family's row does not read (a config holding one describes a custom model).
   static const std::vector<unmodelled_field> fields = {
-      {"num_local_experts", "mixture-of-experts"},   {"num_experts", "mixture-of-experts"},
-      {"n_routed_experts", "mixture-of-experts"},    {"num_experts_per_tok", "mixture-of-experts"},
-      {"moe_intermediate_size", "mixture-of-experts"}, {"n_shared_experts", "mixture-of-experts"},
-      {"shared_expert_intermediate_size", "mixture-of-experts"}, {"first_k_dense_replace", "mixture-of-experts"},
-      {"moe_layer_freq", "mixture-of-experts"},      {"decoder_sparse_step", "mixture-of-experts"},
-      {"interleave_moe_layer_step", "mixture-of-experts"}, {"ffn_config", "mixture-of-experts"},
-      {"experts", "mixture-of-experts"},             {"moe_top_k", "mixture-of-experts"},
+      {"num_local_experts", "mixture-of-experts"},
+      {"num_experts", "mixture-of-experts"},
+      {"n_routed_experts", "mixture-of-experts"},
+      {"num_experts_per_tok", "mixture-of-experts"},
+      {"moe_intermediate_size", "mixture-of-experts"},
+      {"n_shared_experts", "mixture-of-experts"},
+      {"shared_expert_intermediate_size", "mixture-of-experts"},
+      {"first_k_dense_replace", "mixture-of-experts"},
+      {"moe_layer_freq", "mixture-of-experts"},
+      {"decoder_sparse_step", "mixture-of-experts"},
+      {"interleave_moe_layer_step", "mixture-of-experts"},
+      {"ffn_config", "mixture-of-experts"},
+      {"experts", "mixture-of-experts"},
+      {"moe_top_k", "mixture-of-experts"},
       {"expert_ffn_hidden", "mixture-of-experts"},
-      {"q_lora_rank", "multi-latent attention"},     {"kv_lora_rank", "multi-latent attention"},
-      {"qk_rope_head_dim", "multi-latent attention"}, {"qk_nope_head_dim", "multi-latent attention"},
+      {"q_lora_rank", "multi-latent attention"},
+      {"kv_lora_rank", "multi-latent attention"},
+      {"qk_rope_head_dim", "multi-latent attention"},
+      {"qk_nope_head_dim", "multi-latent attention"},
       {"v_head_dim", "multi-latent attention"},
+      {"num_nextn_predict_layers", "multi-token prediction"},
   };
   return fields;
 }
@@ -159,8 +172,9 @@ void refuse_unmodelled(const nlohmann::json& j, const std::string& origin) {
         (it->is_number() && it->get<double>() == 0))
       continue;
     throw bad_input(where(origin, f.key), std::string(f.what) +
-                                              " is not modelled by this version: refused rather than priced "
-                                              "as a dense model");
+                                              " as a flat key: a model file states it in its \"moe\" or "
+                                              "\"mla\" object (docs/model.md, \"Model files\"); refused "
+                                              "rather than priced as a dense model");
   }
 }
 

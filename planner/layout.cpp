@@ -26,6 +26,12 @@ const char* to_string(attention_kind a) {
 const char* to_string(loss_kind k) {
   return name_of(k);
 }
+const char* to_string(dispatcher_kind k) {
+  return name_of(k);
+}
+const char* to_string(recompute_module m) {
+  return name_of(m);
+}
 
 std::string axes_string(const layout& l) {
   std::string s =
@@ -33,6 +39,9 @@ std::string axes_string(const layout& l) {
   if (l.cp > 1) s += " cp=" + std::to_string(l.cp);
   if (l.vpp > 1) s += " vpp=" + std::to_string(l.vpp);
   if (l.sp()) s += " sp";
+  if (l.ep > 1) s += " ep=" + std::to_string(l.ep);
+  if (l.etp > 0 && l.etp != l.tp) s += " etp=" + std::to_string(l.etp);
+  if (l.dp_replicate > 1) s += " replicas=" + std::to_string(l.dp_replicate);
   return s;
 }
 
@@ -124,6 +133,50 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
     return bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
                                std::to_string(p.training.seq / l.cp) +
                                ") divisible by tp=" + std::to_string(l.tp));
+  return expert_error(p, l);
+}
+
+std::optional<bad_input> expert_error(const problem& p, const layout& l) {
+  const auto& m = p.model;
+  if (l.ep < 1 || l.ep > max_gpus) return bad_input("ep", "must be between 1 and " + std::to_string(max_gpus));
+  if (l.etp < 0 || l.etp > max_gpus) return bad_input("etp", "must be between 1 and " + std::to_string(max_gpus));
+  if (l.dp_replicate < 1 || l.dp_replicate > max_gpus)
+    return bad_input("dp-replicate", "must be between 1 and " + std::to_string(max_gpus));
+  const std::int64_t dp_cp = static_cast<std::int64_t>(l.dp()) * l.cp;
+  if (dp_cp % l.dp_replicate != 0)
+    return bad_input("dp-replicate", std::to_string(l.dp_replicate) + " replicas do not divide dp*cp = " +
+                                         std::to_string(dp_cp) + " data-parallel ranks");
+  if (!m.moe.enabled()) {
+    if (l.ep != 1 || (l.etp != 0 && l.etp != l.tp))
+      return bad_input(l.ep != 1 ? "ep" : "etp",
+                       "expert parallelism needs a mixture-of-experts model; '" + m.name.substr(0, 60) +
+                           "' has no routed experts");
+    return std::nullopt;
+  }
+  const int etp = l.expert_tp();
+  if (m.moe.experts % l.ep != 0)
+    return bad_input("ep", "routed experts (" + std::to_string(m.moe.experts) + ") not divisible by ep=" +
+                               std::to_string(l.ep));
+  if (m.moe.expert_ffn % etp != 0)
+    return bad_input("etp", "expert ffn (" + std::to_string(m.moe.expert_ffn) + ") not divisible by expert tp=" +
+                                std::to_string(etp));
+  if (m.moe.shared_ffn % l.tp != 0)
+    return bad_input("tp", "shared-expert ffn (" + std::to_string(m.moe.shared_ffn) +
+                               ") not divisible by tp=" + std::to_string(l.tp));
+  if (etp > p.device.gpus_per_node)
+    return bad_input("etp", "expert tp=" + std::to_string(etp) + " crosses a node of " +
+                                std::to_string(p.device.gpus_per_node) + " GPUs");
+  const std::int64_t ranks = dp_cp * l.tp, expert = static_cast<std::int64_t>(l.ep) * etp;
+  if (ranks % expert != 0)
+    return bad_input("ep", "ep x expert tp = " + std::to_string(expert) + " does not divide dp*tp*cp = " +
+                               std::to_string(ranks) + " ranks of a pipeline stage (Megatron-Core's expert grid)");
+  if ((ranks / expert) % l.dp_replicate != 0)
+    return bad_input("dp-replicate", std::to_string(l.dp_replicate) +
+                                         " replicas do not divide the expert data-parallel ranks (" +
+                                         std::to_string(ranks / expert) + ")");
+  if (l.tp > 1 && !l.sequence_parallel)
+    return bad_input("sp", "mixture-of-experts layers with tp > 1 need sequence parallelism (Megatron-Core's "
+                           "moe_layer.py asserts it)");
   return std::nullopt;
 }
 

@@ -72,6 +72,49 @@ std::string names_phrase() {
   return s;
 }
 
+// Megatron-Core's recompute modules (--recompute-modules; transformer_config.py): what selective
+// recomputation drops. A set is a bitmask of 1 << module. The default, as Megatron's, is core_attn alone.
+enum class recompute_module : std::uint8_t {
+  core_attn,       // the attention core's internals (act_role::attention_core)
+  layernorm,       // the norms' outputs
+  mla_up_proj,     // multi-latent attention: q, k, v after the up projections
+  moe_act,         // the routed (and shared) experts' activation outputs
+  mlp,             // a dense MLP's internals
+  moe,             // a MoE MLP's internals: router, dispatch, experts, shared experts
+  shared_experts,  // the shared experts' internals
+};
+inline constexpr enum_name<recompute_module> recompute_module_names[] = {
+    {recompute_module::core_attn, "core_attn"},     {recompute_module::layernorm, "layernorm"},
+    {recompute_module::mla_up_proj, "mla_up_proj"}, {recompute_module::moe_act, "moe_act"},
+    {recompute_module::mlp, "mlp"},                 {recompute_module::moe, "moe"},
+    {recompute_module::shared_experts, "shared_experts"}};
+constexpr std::span<const enum_name<recompute_module>> name_table(recompute_module) {
+  return recompute_module_names;
+}
+// Returns the bit of module `m` in a recompute-module set.
+constexpr std::uint32_t module_bit(recompute_module m) {
+  return 1u << static_cast<unsigned>(m);
+}
+inline constexpr std::uint32_t default_recompute_modules = 1u;  // {core_attn}
+
+// How the MoE token dispatcher moves routed tokens (Megatron-Core token_dispatcher.py).
+enum class dispatcher_kind { alltoall, allgather };
+inline constexpr enum_name<dispatcher_kind> dispatcher_names[] = {{dispatcher_kind::alltoall, "alltoall"},
+                                                                  {dispatcher_kind::allgather, "allgather"}};
+constexpr std::span<const enum_name<dispatcher_kind>> name_table(dispatcher_kind) {
+  return dispatcher_names;
+}
+
+// The routing settings the routed-token activations depend on (docs/model.md, "Routed tokens").
+struct moe_routing {
+  // Routed rows on the busiest rank over the balanced k * tokens * etp (Megatron logs it as the overload
+  // factor, PR #4110): 1 = perfectly balanced, the default; at most ep * min(k, E/ep) / k.
+  double imbalance = 1.0;
+  double capacity_factor = 0;  // > 0 with pad_to_capacity: every expert gets its padded capacity
+  bool pad_to_capacity = false;
+  dispatcher_kind dispatcher = dispatcher_kind::alltoall;
+};
+
 // How the layers are cut into pipeline stages (planner/schedule.hpp). All defaults: a balanced split.
 struct pipeline_split {
   std::vector<std::int64_t> layers;  // --pp-layout: one count per stage
@@ -93,9 +136,12 @@ struct training_spec {
   attention_kind attention = attention_kind::eager;
   loss_kind loss = loss_kind::fused;
   pipeline_split split;
+  std::uint32_t recompute_modules = default_recompute_modules;  // what selective recomputation drops
+  moe_routing routing;                                            // mixture-of-experts models only
 };
 
 struct device_spec {
+  std::string gpu_type;               // --gpu-type's name, when the capacity came from it ("" otherwise)
   std::int64_t capacity = 192 * gib;  // bytes of one GPU
   reserve_model
       reserve;  // kept back for context, NCCL, fragmentation (planner/reserve.hpp; 10 GiB by default)
@@ -122,11 +168,32 @@ struct layout {
   // FSDP's reshard_after_forward: false keeps every gathered layer from its forward to its backward, so the
   // stage's whole unsharded parameters are the transient (ZeRO-2-like parameter memory).
   bool reshard_after_forward = true;
+  int ep = 1;   // expert parallelism: routed experts divided over ep ranks (carved out of dp * tp * cp)
+  int etp = 0;  // expert tensor parallelism; 0: the same as tp (Megatron's default)
+  // Hybrid sharding (HSDP, Megatron's num_distributed_optimizer_instances): the data-parallel ranks form
+  // dp_replicate replicas, and ZeRO shards over the dp * cp / dp_replicate ranks of one replica.
+  int dp_replicate = 1;
+  // DeepSpeed's communication buckets, in elements (0: none, as Megatron and FSDP; an imported DeepSpeed
+  // config sets them): the gradient reduce buckets resident on the GPU (with overlap_comm two of
+  // reduce_bucket_size; planner/imports/deepspeed_config.cpp derives it) and ZeRO-3's prefetch bucket
+  // (deepspeed/runtime/zero/config.py; docs/model.md, "DeepSpeed buckets"). The all-gather bucket allocates
+  // nothing: parameters are gathered in place.
+  std::int64_t reduce_bucket = 0, prefetch_bucket = 0;
 
   // Returns the data-parallel degree N / (tp * pp * cp).
   int dp() const { return gpus / (tp * pp * cp); }
-  // Returns the number of ranks ZeRO shards over (dp * cp, as Megatron's distributed optimizer does).
-  int shard_degree() const { return dp() * cp; }
+  // Returns the number of ranks ZeRO shards the dense state over: dp * cp (as Megatron's distributed optimizer
+  // does at run time, over its intra_dp_cp_group), divided by the HSDP replicas.
+  int shard_degree() const { return dp() * cp / dp_replicate; }
+  // Returns the expert tensor-parallel degree (tp unless stated).
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Returns the expert data-parallel degree dp * tp * cp / (ep * etp) (Megatron-Core parallel_state.py's
+  // expert_data_parallel_size, per pipeline stage), divided by the HSDP replicas: what the experts' state
+  // shards over. 1 when ep * etp does not divide (layout_error refuses such a layout).
+  int expert_shard_degree() const {
+    const long long ranks = static_cast<long long>(dp()) * tp * cp, expert = static_cast<long long>(ep) * expert_tp();
+    return expert > 0 && ranks % expert == 0 ? static_cast<int>(ranks / expert) / dp_replicate : 1;
+  }
   bool sp() const { return sequence_parallel && tp > 1; }
 };
 
@@ -158,6 +225,11 @@ bad_input recipe_zero_error(const recipe& r, int zero);
 // parallelism). With schedule_error, the one statement of what a valid layout is; --suggest enumerates
 // by both.
 std::optional<bad_input> layout_error(const problem& p, const layout& l);
+// Returns the first expert-parallel or hybrid-sharding field of `l` that does not fit `p`, or nullopt (the
+// last check of layout_error): ep, etp or dp-replicate on a dense model; routed experts not divisible by ep;
+// the expert ffn by expert tp; ep x expert tp not dividing the dp * tp * cp ranks of a stage; replicas not
+// dividing dp * cp (or the expert data-parallel ranks); tp > 1 without sequence parallelism on a MoE model.
+std::optional<bad_input> expert_error(const problem& p, const layout& l);
 
 // Returns the micro-batches per step of `l` (a layout without layout_error): ceil(global batch /
 // (micro-batch x dp)), at least 1. A count.
@@ -204,8 +276,17 @@ void validate(const training_spec& t, const device_spec& d);
 const char* to_string(recompute_mode r);
 const char* to_string(attention_kind a);
 const char* to_string(loss_kind k);
+const char* to_string(dispatcher_kind k);
+const char* to_string(recompute_module m);
 // Returns "tp=2 pp=1 dp=16" plus " cp=2", " vpp=2", " sp" when they apply.
 std::string axes_string(const layout& l);
+// Returns whether ep x expert tp divides the dp * tp * cp ranks of a stage (no allocation: the search asks it).
+inline bool expert_grid_fits(const layout& l) {
+  const long long ranks = static_cast<long long>(l.dp()) * l.tp * l.cp,
+                  expert = static_cast<long long>(l.ep) * l.expert_tp();
+  return ranks % expert == 0 && (ranks / expert) % l.dp_replicate == 0 &&
+         (static_cast<long long>(l.dp()) * l.cp) % l.dp_replicate == 0;
+}
 // Returns the reference case's strategy name: "DDP", "ZeRO-1".."ZeRO-3" (+ " + offload").
 std::string zero_name(const layout& l);
 

@@ -2,13 +2,20 @@
 // dropout, GeLU, 4h MLP, tp = 1) the entries sum to s*b*h*(34 + 5*a*s/h) bytes exactly.
 #include "ledger.hpp"
 
+#include <cmath>
+
 #include "errors.hpp"
 
 namespace headroom {
 
 ledger_shape shape_of(const problem& p, const layout& l) {
-  return {p.training.seq,       p.training.micro_batch,       l.tp,           l.sp(), l.cp,
-          p.training.attention, p.precision.activation_bytes, p.training.loss};
+  ledger_shape s{p.training.seq,       p.training.micro_batch,       l.tp,           l.sp(), l.cp,
+                 p.training.attention, p.precision.activation_bytes, p.training.loss};
+  s.ep = l.ep;
+  s.etp = l.etp;
+  s.routing = p.training.routing;
+  s.recompute_modules = p.training.recompute_modules;
+  return s;
 }
 
 namespace {
@@ -17,9 +24,31 @@ std::int64_t product(const std::vector<std::int64_t>& shape, std::int64_t dtype)
   for (auto d : shape) r = detail::checked_mul(r, d, "activation ledger");
   return r;
 }
+constexpr std::uint32_t bit(recompute_module m) {
+  return module_bit(m);
+}
 }  // namespace
 
-std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s) {
+std::int64_t routed_rows(const model_spec& m, const ledger_shape& s) {
+  const std::int64_t t = s.tp, s_local = s.seq / s.cp;
+  const std::int64_t tokens = detail::checked_mul(s.sp ? s_local / t : s_local, s.micro_batch, "routed rows");
+  const std::int64_t k = m.moe.top_k, E = m.moe.experts, etp = s.expert_tp();
+  if (s.routing.pad_to_capacity && s.routing.capacity_factor > 0) {
+    // Megatron-Core moe_utils.py get_capacity: ceil(tokens / E * cf) per expert, k routed rows per token.
+    const double per_expert = std::ceil(static_cast<double>(tokens) * static_cast<double>(k) /
+                                        static_cast<double>(E) * s.routing.capacity_factor);
+    if (!(per_expert < 1e15)) throw bad_input("capacity-factor", "routed rows overflow");
+    return detail::checked_mul(detail::checked_mul(static_cast<std::int64_t>(per_expert), E, "routed rows"), etp,
+                               "routed rows");
+  }
+  const std::int64_t balanced = detail::checked_mul(detail::checked_mul(k, tokens, "routed rows"), etp, "routed rows");
+  const double rows = std::ceil(static_cast<double>(balanced) * s.routing.imbalance);
+  if (!(rows < 1e15)) throw bad_input("moe-imbalance", "routed rows overflow");
+  return static_cast<std::int64_t>(rows);
+}
+
+std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer) {
+  if (moe_layer && !m.moe.enabled()) throw bad_input("model", "a MoE layer asked of a dense model");
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch;
   const std::int64_t s_local = s.seq / s.cp;               // tokens of this cp rank
   const std::int64_t s_sp = s.sp ? s_local / t : s_local;  // rows outside the tp-split regions
@@ -31,22 +60,45 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   const std::string cpdiv = s.cp > 1 ? "/cp" : "";
   std::vector<ledger_entry> out;
   auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype,
-                 act_role role) {
-    ledger_entry e{std::move(name), std::move(formula) + cpdiv, std::move(shape), dtype, 0, role};
+                 act_role role, std::uint32_t modules = 0) {
+    ledger_entry e{std::move(name), std::move(formula) + cpdiv, std::move(shape), dtype, 0, role, modules};
     e.bytes = product(e.shape, dtype);
     out.push_back(std::move(e));
   };
   const std::string T = s.sp ? "/t" : "";
   const std::string a16 = std::to_string(act);
+  const std::uint32_t norm_out = bit(recompute_module::layernorm);
   add("ln1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::layer_input);
   // Each norm keeps fp32 statistics per token for backward: LayerNorm mean and rstd, RMSNorm rstd
   // (Apex's FusedLayerNorm and Transformer Engine save them; Korthikanti et al. leave them out).
   const std::int64_t stats = m.norm == norm_kind::layernorm ? 2 : 1;
   const std::string stats_formula = std::to_string(4 * stats) + "*s*b" + T;
   add("ln1.stats", stats_formula, {s_sp, b, stats}, 4, act_role::saved);
-  add("attn.qkv.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
-  add("attn.q", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
-  add("attn.k", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
+  add("attn.qkv.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
+  std::int64_t proj_width = q_width;
+  if (m.mla.enabled()) {
+    // Multi-latent attention (docs/model.md, "Multi-latent attention"): the latent projections' outputs and
+    // their norms' outputs on the sequence-parallel rows, q, k, v after the up projections (recomputed by
+    // mla_up_proj) split by heads, and the attention core's output.
+    const auto& x = m.mla;
+    const std::int64_t qk = x.qk_nope_head_dim + x.qk_rope_head_dim;
+    if (x.q_lora_rank > 0) {
+      add("attn.q_down.output", a16 + "*s*b*q_lora" + T, {s_sp, b, x.q_lora_rank}, act, act_role::saved);
+      add("attn.q_norm.output", a16 + "*s*b*q_lora" + T, {s_sp, b, x.q_lora_rank}, act, act_role::saved,
+          norm_out);
+    }
+    add("attn.kv_down.output", a16 + "*s*b*(kv_lora+rope)" + T, {s_sp, b, x.kv_lora_rank + x.qk_rope_head_dim},
+        act, act_role::saved);
+    add("attn.kv_norm.output", a16 + "*s*b*kv_lora" + T, {s_sp, b, x.kv_lora_rank}, act, act_role::saved, norm_out);
+    const std::uint32_t up = bit(recompute_module::mla_up_proj);
+    add("attn.q", a16 + "*s*b*a*(nope+rope)/t", {s_local, b, heads * qk}, act, act_role::saved, up);
+    add("attn.k", a16 + "*s*b*a*(nope+rope)/t", {s_local, b, heads * qk}, act, act_role::saved, up);
+    add("attn.v", a16 + "*s*b*a*v/t", {s_local, b, heads * x.v_head_dim}, act, act_role::saved, up);
+    proj_width = heads * x.v_head_dim;
+  } else {
+    add("attn.q", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
+    add("attn.k", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
+  }
   if (s.attention == attention_kind::eager) {
     add("attn.softmax.output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
     if (m.dropout) {
@@ -59,41 +111,71 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     // A flash kernel keeps no s x s tensor, only the fp32 log-sum-exp of each row.
     add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
   }
-  add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
-  add("attn.proj.input", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
+  if (!m.mla.enabled()) add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
+  add("attn.proj.input", a16 + (m.mla.enabled() ? "*s*b*a*v/t" : "*s*b*a*d/t"), {s_local, b, proj_width}, act,
+      act_role::saved);
   if (m.dropout) add("attn.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
   // Parallel residual (GPT-NeoX, Falcon): the MLP's norm reads the layer input, which is already kept;
   // with a single norm (Falcon-7B) the MLP also shares the attention's normalised input.
   if (!m.parallel_residual) add("ln2.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
   if (m.norms_per_layer == 2) add("ln2.stats", stats_formula, {s_sp, b, stats}, 4, act_role::saved);
-  if (m.norms_per_layer == 2) add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
+  if (moe_layer) {
+    // A MoE MLP (docs/model.md, "Routed tokens"; Megatron-Core moe_layer.py, router.py, token_dispatcher.py,
+    // experts.py): the norm's output feeds the router, the shared experts and the dispatcher.
+    const auto& x = m.moe;
+    const std::uint32_t moe = bit(recompute_module::moe), act_mod = bit(recompute_module::moe_act);
+    const std::uint32_t shared = bit(recompute_module::shared_experts) | moe;
+    const std::int64_t E = x.experts, R = routed_rows(m, s), etp = s.expert_tp();
+    const std::int64_t fe = x.expert_ffn / etp, fc1 = m.mlp == mlp_kind::swiglu ? 2 * fe : fe;
+    add("moe.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
+    add("moe.router.probs", a16 + "*s*b*E" + T, {s_sp, b, E}, act, act_role::saved, moe);
+    add("moe.routing_map", "8*s*b*E" + T, {s_sp, b, E}, 8, act_role::saved, moe);
+    if (x.shared_ffn > 0) {
+      const std::int64_t fs = x.shared_ffn / t, sfc1 = m.mlp == mlp_kind::swiglu ? 2 * fs : fs;
+      add("moe.shared.fc1.output", a16 + "*s*b*" + (sfc1 == fs ? "" : "2*") + "Fs/t", {s_local, b, sfc1}, act,
+          act_role::saved, shared);
+      add("moe.shared.act.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
+    }
+    // R routed rows (routed_rows): the experts' input after dispatch, fc1's output (2F wide for SwiGLU), the
+    // activation's output, and fc2's output after the expert-tp reduce-scatter, kept for the weighted combine.
+    add("moe.experts.fc1.input", a16 + "*R*h", {R, h}, act, act_role::saved, moe);
+    add("moe.experts.fc1.output", a16 + "*R*" + (fc1 == fe ? "" : "2*") + "F/etp", {R, fc1}, act, act_role::saved,
+        moe);
+    add("moe.experts.act.output", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
+    add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
+    if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
+    return out;
+  }
+  const std::uint32_t mlp = bit(recompute_module::mlp);
+  if (m.norms_per_layer == 2)
+    add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
   if (m.mlp == mlp_kind::gelu) {
-    add("mlp.gelu.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+    add("mlp.gelu.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
   } else {
     // Megatron's fused SwiGLU keeps gate and up and recomputes SiLU in backward.
-    add("mlp.gate", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
-    add("mlp.up", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+    add("mlp.gate", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
+    add("mlp.up", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
   }
-  add("mlp.fc2.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved);
+  add("mlp.fc2.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
   if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
   return out;
 }
 
-activation_sums sum_ledger(const std::vector<ledger_entry>& ledger) {
+activation_sums sum_ledger(const std::vector<ledger_entry>& ledger, std::uint32_t modules) {
   activation_sums s;
   for (const auto& e : ledger) {
     s.none = detail::checked_add(s.none, e.bytes, "activation ledger");
-    if (kept_for_backward(e.role, recompute_mode::selective)) s.selective += e.bytes;
-    if (kept_for_backward(e.role, recompute_mode::full)) s.full += e.bytes;
+    if (kept_for_backward(e, recompute_mode::selective, modules)) s.selective += e.bytes;
+    if (kept_for_backward(e, recompute_mode::full, modules)) s.full += e.bytes;
   }
   return s;
 }
 
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
-                                               std::int64_t unsharded_grad_bytes) {
+                                               std::int64_t unsharded_grad_bytes, bool moe_layer) {
   std::vector<ledger_entry> out;
-  for (const auto& e : layer_ledger(m, s)) {
-    if (!kept_for_backward(e.role, r)) {
+  for (const auto& e : layer_ledger(m, s, moe_layer)) {
+    if (!kept_for_backward(e, r, s.recompute_modules)) {
       out.push_back(e);
       out.back().name = "recomputed." + e.name;
     }
@@ -108,7 +190,22 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
   };
   add("grad.layer_output", a16 + "*s*b*h" + T, {s_sp, b, m.hidden}, act);
   add("grad.layer_input", a16 + "*s*b*h" + T, {s_sp, b, m.hidden}, act);
-  add("grad.mlp.hidden", a16 + "*s*b*f/t", {s_local, b, m.ffn_hidden / t}, act);
+  if (moe_layer) {
+    // The routed rows' widest gradient (fc1's output), and the dispatcher's buffers during the backward
+    // all-to-all (receive and sort, R x h each) or the all-gather's s*b*ep*h (token_dispatcher.py: the
+    // [S/TP*B, H] rows gathered over TP x EP, held in the global memory buffer).
+    const std::int64_t R = routed_rows(m, s), etp = s.expert_tp();
+    const std::int64_t fe = m.moe.expert_ffn / etp, fc1 = m.mlp == mlp_kind::swiglu ? 2 * fe : fe;
+    add("grad.moe.experts.fc1.output", a16 + "*R*F/etp", {R, fc1}, act);
+    if (s.routing.dispatcher == dispatcher_kind::alltoall) {
+      add("moe.dispatch.receive", a16 + "*R*h", {R, m.hidden}, act);
+      add("moe.dispatch.sort", a16 + "*R*h", {R, m.hidden}, act);
+    } else {
+      add("moe.dispatch.allgather", a16 + "*s*b*ep*h", {s_local, b, static_cast<std::int64_t>(s.ep), m.hidden}, act);
+    }
+  } else {
+    add("grad.mlp.hidden", a16 + "*s*b*f/t", {s_local, b, m.ffn_hidden / t}, act);
+  }
   if (s.attention == attention_kind::eager)
     add("grad.attn.probs", a16 + "*a*s^2*b/t", {b, m.heads / t, s_local, s.seq}, act);
   if (unsharded_grad_bytes > 0) {
@@ -166,8 +263,12 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
 
 peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
   peak_sums p;
-  for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
+  for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
     p.working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0));
+    if (m.moe.enabled())
+      p.moe_working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0, true));
+  }
+  if (m.moe.enabled()) p.moe_layer = sum_ledger(layer_ledger(m, s, true), s.recompute_modules);
   p.output_phase = total_bytes(output_phase_tensors(m, s));
   p.first_stage = total_bytes(first_stage_tensors(m, s));
   return p;

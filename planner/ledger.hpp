@@ -35,7 +35,16 @@ struct ledger_entry {
   std::int64_t dtype_bytes = 2;
   std::int64_t bytes = 0;  // product of shape times dtype_bytes
   act_role role = act_role::saved;
+  std::uint32_t modules = 0;  // the recompute modules (module_bit) whose recomputation drops this tensor
 };
+
+// The keep-rule with Megatron's recompute modules: selective recomputation drops the tensors of every
+// module in `modules` (the attention core's when core_attn is among them); none and full as above.
+inline bool kept_for_backward(const ledger_entry& e, recompute_mode r, std::uint32_t modules) {
+  if (r != recompute_mode::selective) return kept_for_backward(e.role, r);
+  if (e.role == act_role::attention_core && (modules & module_bit(recompute_module::core_attn))) return false;
+  return (e.modules & modules) == 0;
+}
 
 // What the per-layer ledger depends on besides the model.
 struct ledger_shape {
@@ -47,14 +56,35 @@ struct ledger_shape {
   attention_kind attention = attention_kind::eager;
   std::int64_t activation_bytes = 2;
   loss_kind loss = loss_kind::fused;
+  ledger_shape() = default;
+  // The dense shape, in this order (the MoE fields below keep their defaults).
+  ledger_shape(std::int64_t seq_, std::int64_t micro_batch_, int tp_, bool sp_, int cp_, attention_kind attention_,
+               std::int64_t activation_bytes_, loss_kind loss_ = loss_kind::fused)
+      : seq(seq_), micro_batch(micro_batch_), tp(tp_), sp(sp_), cp(cp_), attention(attention_),
+        activation_bytes(activation_bytes_), loss(loss_) {}
+  int ep = 1;   // expert parallelism: only the all-gather dispatcher's transient depends on it
+  int etp = 0;  // expert tensor parallelism (0: tp)
+  moe_routing routing;
+  std::uint32_t recompute_modules = default_recompute_modules;
+  // Returns the expert tp degree.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 // Returns the ledger shape of one layout of a problem.
 ledger_shape shape_of(const problem& p, const layout& l);
 
 // Returns, in order of creation in the forward pass, the tensors one layer keeps for backward for one
-// micro-batch on one rank, without recomputation. Throws bad_input if a byte count would overflow.
-std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s);
+// micro-batch on one rank, without recomputation: the attention (standard or multi-latent) and the MLP, a
+// MoE one (router, dispatch, routed and shared experts) when `moe_layer`. Throws bad_input if a byte count
+// would overflow, or when `moe_layer` is asked of a dense model.
+std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer = false);
+
+// Returns the routed rows one rank's experts process per micro-batch in a MoE layer (docs/model.md, "Routed
+// tokens"): balanced k * tokens * etp, with tokens = s*b/(t*c) under sequence parallelism (s*b/c without),
+// times the imbalance factor (rounded up); with a capacity factor and padding, every expert's padded capacity
+// ceil(tokens * k * cf / E) times E * etp. Expert parallelism does not change it: the all-to-all trades
+// tokens between ranks, it does not remove them.
+std::int64_t routed_rows(const model_spec& m, const ledger_shape& s);
 
 // Bytes one layer keeps per micro-batch under each recompute mode.
 struct activation_sums {
@@ -67,8 +97,10 @@ struct activation_sums {
   }
 };
 
-// Returns the per-layer sums of a ledger under each recompute mode, in bytes.
-activation_sums sum_ledger(const std::vector<ledger_entry>& ledger);
+// Returns the per-layer sums of a ledger under each recompute mode, in bytes; selective drops the tensors
+// of the recompute modules in `modules`.
+activation_sums sum_ledger(const std::vector<ledger_entry>& ledger,
+                           std::uint32_t modules = default_recompute_modules);
 
 // Returns the tensors alive together during one layer's backward pass besides the saved activations:
 // the tensors the recompute mode dropped (recomputed now), the gradients flowing through the layer
@@ -76,7 +108,7 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger);
 // when `unsharded_grad_bytes` > 0 (ZeRO >= 2), the layer's parameter gradients before reduce-scatter.
 // The reference case leaves this working set to the reserve; the planner reports it and the probes replay it.
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
-                                               std::int64_t unsharded_grad_bytes);
+                                               std::int64_t unsharded_grad_bytes, bool moe_layer = false);
 
 // Returns the output layer's tensors alive together at the peak of the loss on the last stage, as the
 // loss holds them (ledger_shape::loss). fused (Megatron's vocab-parallel cross-entropy): the fp32 softmax
@@ -93,7 +125,16 @@ struct peak_sums {
   std::array<std::int64_t, 3> working_set{};  // indexed by recompute_mode
   std::int64_t output_phase = 0;
   std::int64_t first_stage = 0;  // first_stage_tensors, per micro-batch in flight
+  // A MoE model's MoE layers (all zero for a dense model): what one keeps per micro-batch under each
+  // recompute mode, and its backward working set (dispatch buffers included) under each.
+  activation_sums moe_layer;
+  std::array<std::int64_t, 3> moe_working_set{};
   std::int64_t working_set_of(recompute_mode r) const { return working_set[static_cast<std::size_t>(r)]; }
+  // Returns the working set of a stage that holds MoE layers or not: the larger of the two layer kinds'.
+  std::int64_t working_set_of(recompute_mode r, bool has_moe) const {
+    const auto i = static_cast<std::size_t>(r);
+    return has_moe && moe_working_set[i] > working_set[i] ? moe_working_set[i] : working_set[i];
+  }
 };
 
 // Returns the peak sums of one layer shape.

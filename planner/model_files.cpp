@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "errors.hpp"
 #include "format.hpp"
+#include "hf_families.hpp"
 #include "json_fields.hpp"
 
 #ifndef HEADROOM_PRESET_DIR
@@ -170,190 +172,292 @@ model_spec load_model_file(const std::string& path) {
   return model_from_json(read_json_file(path), shown_name(fs::path(path).filename().string()));
 }
 
-namespace {
+// ---- HuggingFace config.json ----------------------------------------------------------------------------------
+// One reader for every family: each family is a row of hf_families.hpp (which keys hold each field, what the
+// field is when absent, how MoE layers are placed, the family's quirks), and model_from_hf_config reads the
+// config once, field by field, through its row.
 
-using detail::int_field;
-using detail::opt_bool_field;
-using detail::opt_int_field;
-using detail::opt_number_field;
-using detail::opt_string_field;
-using detail::refuse_unmodelled;
+namespace detail::hf {
 
-constexpr std::int64_t big = 1'000'000'000;
-
-// The first of `keys` present in `j`, as an integer; throws naming all of them when none is.
-std::int64_t first_int(const nlohmann::json& j, std::initializer_list<const char*> keys,
-                       const std::string& origin) {
-  for (const char* k : keys)
-    if (auto v = opt_int_field(j, k, origin, 1, big)) return *v;
-  std::string names;
-  for (const char* k : keys) names += (names.empty() ? "" : " or ") + std::string(k);
-  throw bad_input(origin + "." + *keys.begin(), "missing (looked for " + names + ")");
+// falcon (RefinedWeb): the new decoder architecture states its kv heads; the old one is multi-query unless told
+// otherwise, and with parallel attention one norm feeds both branches (modeling_falcon.py, FalconDecoderLayer).
+void falcon_quirk(const nlohmann::json& c, const std::string& origin, model_spec& m) {
+  const bool new_arch = opt_bool_field(c, "new_decoder_architecture", origin).value_or(false);
+  if (new_arch) {
+    m.kv_heads = 0;
+    for (const char* k : {"num_kv_heads", "n_head_kv"})
+      if (auto v = detail::opt_int_field(c, k, origin, 1, 1'000'000'000); v && !m.kv_heads) m.kv_heads = *v;
+    if (!m.kv_heads)
+      throw bad_input(origin + ".num_kv_heads", "missing (looked for num_kv_heads or n_head_kv)");
+  } else {
+    m.kv_heads = opt_bool_field(c, "multi_query", origin).value_or(true) ? 1 : m.heads;
+  }
+  if (opt_bool_field(c, "alibi", origin).value_or(false)) m.position = position_kind::alibi;
+  m.parallel_residual = m.parallel_residual || new_arch;
+  m.norms_per_layer = new_arch ? 2 : m.parallel_residual ? 1 : 2;
 }
 
-bool any_dropout(const nlohmann::json& j, std::initializer_list<const char*> keys,
-                 const std::string& origin) {
-  for (const char* k : keys)
-    if (auto v = opt_number_field(j, k, origin); v && *v > 0) return true;
+}  // namespace detail::hf
+
+namespace {
+
+using detail::opt_bool_field;
+using detail::opt_number_field;
+using detail::opt_string_field;
+using json = nlohmann::json;
+using namespace detail::hf;
+
+constexpr std::int64_t big = 1'000'000'000;
+constexpr std::int64_t max_experts = 100'000;  // 256 is the largest released count; more is a typo
+constexpr std::int64_t max_list = 10'000;      // a layer list longer than the largest model has layers
+
+// Mixture-of-experts families this version does not read: refused, never priced as the dense model their
+// attention and embeddings would describe.
+constexpr std::array<const char*, 10> unread_moe_types = {
+    "jamba",    "jetmoe",  "granitemoe",    "phimoe", "arctic", "grok-1", "switch_transformers",
+    "nllb_moe", "minimax", "hunyuan_v1_moe"};
+
+// Where a key lives: the object holding it ("a.b": key b of the nested object a), the key within it and the
+// object's name for errors; obj is nullptr when the nested object is absent.
+struct located {
+  const json* obj;
+  std::string key, origin;
+};
+
+std::string where(const std::string& origin, std::string_view key) {
+  return origin + "." + std::string(key);
+}
+
+// Returns where `key` lives in `s`. Throws when its nested object is present but not an object.
+located locate(const json& s, const std::string& origin, std::string_view key) {
+  const auto dot = key.find('.');
+  if (dot == std::string_view::npos) return {&s, std::string(key), origin};
+  const std::string section(key.substr(0, dot));
+  const auto it = s.find(section);
+  if (it == s.end() || it->is_null()) return {nullptr, "", ""};
+  if (!it->is_object()) throw bad_input(where(origin, section), "must be an object");
+  return {&*it, std::string(key.substr(dot + 1)), where(origin, section)};
+}
+
+// Returns the first of the rule's keys that the config states, within [lo, hi]; nullopt when none is.
+std::optional<std::int64_t> stated(const json& s, const std::string& origin, const int_rule& r,
+                                   std::int64_t lo, std::int64_t hi) {
+  for (const char* k : r.keys) {
+    if (!k) break;
+    if (const auto at = locate(s, origin, k); at.obj)
+      if (auto v = detail::opt_int_field(*at.obj, at.key, at.origin, lo, hi)) return v;
+  }
+  return std::nullopt;
+}
+
+// Returns the field a rule describes: stated, else its default (`m` gives hidden and heads); throws naming the
+// keys looked for when it is required and absent.
+std::int64_t read_int(const json& s, const std::string& origin, const int_rule& r, const model_spec& m,
+                      std::int64_t lo = 1, std::int64_t hi = big) {
+  if (auto v = stated(s, origin, r, lo, hi)) return *v;
+  switch (r.when) {
+    case absent::value:
+      return r.value;
+    case absent::four_hidden:
+      return detail::checked_mul(4, m.hidden, "model.ffn_hidden");
+    case absent::heads:
+      return m.heads;
+    case absent::hidden_per_head:
+      return m.hidden / m.heads;
+    case absent::required:
+      break;
+  }
+  std::string names;
+  for (const char* k : r.keys)
+    if (k) names += (names.empty() ? "" : " or ") + std::string(k);
+  throw bad_input(where(origin, r.keys[0] ? r.keys[0] : "?"), "missing (looked for " + names + ")");
+}
+
+bool read_bool(const json& s, const std::string& origin, const bool_rule& r) {
+  return r.key ? opt_bool_field(s, r.key, origin).value_or(r.value) : r.value;
+}
+
+// Returns the layer indices a list key states, each in [0, layers); empty when absent.
+std::vector<std::int64_t> layer_list(const json& s, const std::string& origin, const char* key,
+                                     std::int64_t layers) {
+  std::vector<std::int64_t> out;
+  const auto it = key ? s.find(key) : s.end();
+  if (!key || it == s.end() || it->is_null()) return out;
+  if (!it->is_array()) throw bad_input(where(origin, key), "must be a list of layer indices");
+  if (it->size() > static_cast<std::size_t>(max_list))
+    throw bad_input(where(origin, key), "is absurdly long");
+  for (const auto& v : *it) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= layers)
+      throw bad_input(where(origin, key), "must hold layer indices in [0, " + std::to_string(layers) + ")");
+    out.push_back(v.get<std::int64_t>());
+  }
+  return out;
+}
+
+// Returns which layers are MoE under the row's placement rule.
+std::vector<bool> read_placement(const json& s, const std::string& origin, const family_row& row,
+                                 const model_spec& m) {
+  const auto& p = row.placement;
+  if (const auto it = p.moe_list ? s.find(p.moe_list) : s.end();
+      p.moe_list && it != s.end() && !it->is_null()) {
+    std::vector<bool> moe(static_cast<std::size_t>(m.layers), false);
+    for (const auto i : layer_list(s, origin, p.moe_list, m.layers)) moe[static_cast<std::size_t>(i)] = true;
+    return moe;
+  }
+  const std::int64_t first = read_int(s, origin, p.first_dense, m, 0, m.layers);
+  const std::int64_t every = read_int(s, origin, p.every, m, 1, big);
+  return moe_layer_pattern(m.layers, first, every, p.phase_last ? every - 1 : 0,
+                           layer_list(s, origin, p.dense_list, m.layers));
+}
+
+// Fills m.moe from the row's MoE keys.
+void read_moe(const json& s, const std::string& origin, const family_row& row, model_spec& m) {
+  auto& e = m.moe;
+  e.experts = read_int(s, origin, row.experts, m, 1, max_experts);
+  e.top_k = read_int(s, origin, row.top_k, m, 1, max_experts);
+  if (e.top_k > e.experts)
+    throw bad_input(where(origin, row.top_k.keys[0]), "must be at most the number of experts (" +
+                                                          std::to_string(e.experts) + "), got " +
+                                                          std::to_string(e.top_k));
+  e.expert_ffn = read_int(s, origin, row.expert_ffn, m);
+  switch (row.shared_as) {
+    case shared_kind::none:
+      break;
+    case shared_kind::width:
+      e.shared_ffn = read_int(s, origin, row.shared, m, 0, big);
+      e.shared_gate = e.shared_ffn > 0;
+      break;
+    case shared_kind::count:
+      e.shared_ffn = detail::checked_mul(read_int(s, origin, row.shared, m, 0, max_experts), e.expert_ffn,
+                                         "model.moe.shared_ffn");
+      break;
+    case shared_kind::one_expert:
+      e.shared_ffn = e.expert_ffn;
+      break;
+  }
+  e.router_bias = row.router_bias;
+  e.expert_bias = row.expert_bias;
+  e.layers = read_placement(s, origin, row, m);
+  if (row.mtp) e.mtp_layers = read_int(s, origin, opt(row.mtp, 0), m, 0, 16);
+}
+
+// Fills m.mla (DeepSeek-V2/V3; configuration_deepseek_v3.py @ 001f85b3 defaults). A null q_lora_rank states
+// queries projected straight from h (DeepSeek-V2-Lite); an absent one is the class default 1536.
+void read_mla(const json& s, const std::string& origin, model_spec& m) {
+  auto& a = m.mla;
+  const auto q = s.find("q_lora_rank");
+  a.q_lora_rank = q != s.end() && q->is_null() ? 0 : read_int(s, origin, opt("q_lora_rank", 1536), m);
+  a.kv_lora_rank = read_int(s, origin, opt("kv_lora_rank", 512), m);
+  a.qk_nope_head_dim = read_int(s, origin, opt("qk_nope_head_dim", 128), m);
+  a.qk_rope_head_dim = read_int(s, origin, opt("qk_rope_head_dim", 64), m);
+  a.v_head_dim = read_int(s, origin, opt("v_head_dim", 128), m);
+}
+
+bool any_dropout(const json& s, const std::string& origin, const std::array<const char*, 3>& keys) {
+  for (const char* k : keys) {
+    if (!k) break;
+    if (const auto at = locate(s, origin, k); at.obj)
+      if (auto v = opt_number_field(*at.obj, at.key, at.origin); v && *v > 0) return true;
+  }
   return false;
 }
 
-}  // namespace
-
-namespace {
-
-// llama, mistral, qwen2: SwiGLU, RMSNorm, rotary positions, grouped-query attention.
-void read_llama_like(const nlohmann::json& c, const std::string& origin, const std::string& t,
-                     model_spec& m) {
-  m.hidden = int_field(c, "hidden_size", origin, 1, big);
-  m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
-  m.heads = int_field(c, "num_attention_heads", origin, 1, big);
-  m.kv_heads = opt_int_field(c, "num_key_value_heads", origin, 1, big).value_or(m.heads);
-  const auto head_dim = opt_int_field(c, "head_dim", origin, 1, big);
-  m.head_dim_stated = head_dim.has_value();
-  m.head_dim = head_dim.value_or(m.hidden / m.heads);
-  m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
-  m.vocab = int_field(c, "vocab_size", origin, 1, big);
-  m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(4096);
-  m.mlp = mlp_kind::swiglu;
-  m.norm = norm_kind::rmsnorm;
-  m.position = position_kind::rotary;
-  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
-  m.linear_bias = opt_bool_field(c, "attention_bias", origin).value_or(false) && t == "llama";
-  m.qkv_bias_only = t == "qwen2";
-  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
+// Refuses the mixture-of-experts and multi-latent-attention keys (json_fields.hpp's unmodelled table) that the
+// row does not read: a dense family's code, or another family's, ignores them, so a config stating one
+// describes a model that code does not build (a custom one), not the model this reader would price.
+void refuse_unread(const json& s, const std::string& origin, const family_row& row) {
+  const auto reads = [&](std::string_view key) {
+    const auto in = [&](const int_rule& r) {
+      return std::any_of(r.keys.begin(), r.keys.end(), [&](const char* k) {
+        const std::string_view v = k ? k : "";
+        return v == key || (v.size() > key.size() && v.substr(0, key.size()) == key && v[key.size()] == '.');
+      });
+    };
+    if (row.mla && (key == "q_lora_rank" || key == "kv_lora_rank" || key == "qk_rope_head_dim" ||
+                    key == "qk_nope_head_dim" || key == "v_head_dim"))
+      return true;
+    const auto& p = row.placement;
+    return in(row.experts) || in(row.top_k) || in(row.expert_ffn) || in(row.shared) || in(row.ffn) ||
+           in(p.first_dense) || in(p.every) || (p.dense_list && key == p.dense_list) ||
+           (p.moe_list && key == p.moe_list) || (row.mtp && key == row.mtp);
+  };
+  for (const auto& f : detail::unmodelled_fields()) {
+    const auto it = s.find(f.key);
+    if (it == s.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
+        (it->is_number() && it->get<double>() == 0) || reads(f.key))
+      continue;
+    throw bad_input(where(origin, f.key), std::string(f.what) +
+                                              " key that this family's code does not read: a "
+                                              "custom model, refused rather than guessed");
+  }
 }
 
-// gpt2: GELU, LayerNorm, learned positions, tied embeddings.
-void read_gpt2(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
-               model_spec& m) {
-  m.hidden = int_field(c, "n_embd", origin, 1, big);
-  m.layers = int_field(c, "n_layer", origin, 1, big);
-  m.heads = int_field(c, "n_head", origin, 1, big);
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
-  m.ffn_hidden = opt_int_field(c, "n_inner", origin, 1, big).value_or(4 * m.hidden);
-  m.vocab = int_field(c, "vocab_size", origin, 1, big);
-  m.max_positions = first_int(c, {"n_positions", "n_ctx"}, origin);
-  m.position = position_kind::learned;
-  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-  m.dropout = any_dropout(c, {"resid_pdrop", "attn_pdrop", "embd_pdrop"}, origin);
-}
-
-// gpt_neox: rotary positions, parallel residual.
-void read_gpt_neox(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
-                   model_spec& m) {
-  m.hidden = int_field(c, "hidden_size", origin, 1, big);
-  m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
-  m.heads = int_field(c, "num_attention_heads", origin, 1, big);
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
-  m.ffn_hidden = int_field(c, "intermediate_size", origin, 1, big);
-  m.vocab = int_field(c, "vocab_size", origin, 1, big);
-  m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
-  m.position = position_kind::rotary;
-  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(false);
-  m.parallel_residual = opt_bool_field(c, "use_parallel_residual", origin).value_or(true);
-  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-}
-
-// bloom: ALiBi, a LayerNorm after the embedding.
-void read_bloom(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
-                model_spec& m) {
-  m.hidden = first_int(c, {"hidden_size", "n_embed"}, origin);
-  m.layers = first_int(c, {"n_layer", "num_hidden_layers"}, origin);
-  m.heads = first_int(c, {"n_head", "num_attention_heads"}, origin);
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
-  m.ffn_hidden = 4 * m.hidden;
-  m.vocab = int_field(c, "vocab_size", origin, 1, big);
-  m.max_positions = opt_int_field(c, "seq_length", origin, 1, big).value_or(2048);
-  m.position = position_kind::alibi;
-  m.embedding_norm = true;
-  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-}
-
-// opt: learned positions with an offset of 2.
-void read_opt(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
-              model_spec& m) {
-  m.hidden = int_field(c, "hidden_size", origin, 1, big);
-  m.layers = int_field(c, "num_hidden_layers", origin, 1, big);
-  m.heads = int_field(c, "num_attention_heads", origin, 1, big);
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
-  m.ffn_hidden = int_field(c, "ffn_dim", origin, 1, big);
-  m.vocab = int_field(c, "vocab_size", origin, 1, big);
-  // OPT's learned position table has two extra rows (an offset of 2).
-  m.max_positions = int_field(c, "max_position_embeddings", origin, 1, big) + 2;
-  m.position = position_kind::learned;
-  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-  m.dropout = any_dropout(c, {"dropout", "attention_dropout"}, origin);
-}
-
-// falcon (RefinedWeb): multi-query or grouped-query attention, parallel attention.
-void read_falcon(const nlohmann::json& c, const std::string& origin, const std::string& /*model_type*/,
-                 model_spec& m) {
-  m.hidden = int_field(c, "hidden_size", origin, 1, big);
-  m.layers = first_int(c, {"num_hidden_layers", "n_layer"}, origin);
-  m.heads = first_int(c, {"num_attention_heads", "n_head"}, origin);
-  bool new_arch = opt_bool_field(c, "new_decoder_architecture", origin).value_or(false);
-  bool mqa = opt_bool_field(c, "multi_query", origin).value_or(true);
-  if (new_arch)
-    m.kv_heads = first_int(c, {"num_kv_heads", "n_head_kv"}, origin);
-  else
-    m.kv_heads = mqa ? 1 : m.heads;
-  m.head_dim = m.hidden / m.heads;
-  m.ffn_hidden = opt_int_field(c, "ffn_hidden_size", origin, 1, big).value_or(4 * m.hidden);
-  m.vocab = int_field(c, "vocab_size", origin, 1, big);
-  m.max_positions = opt_int_field(c, "max_position_embeddings", origin, 1, big).value_or(2048);
-  m.position =
-      opt_bool_field(c, "alibi", origin).value_or(false) ? position_kind::alibi : position_kind::rotary;
-  m.linear_bias = opt_bool_field(c, "bias", origin).value_or(false);
-  m.parallel_residual = opt_bool_field(c, "parallel_attn", origin).value_or(true) || new_arch;
-  m.norms_per_layer = new_arch ? 2 : m.parallel_residual ? 1 : 2;
-  m.tied_embeddings = opt_bool_field(c, "tie_word_embeddings", origin).value_or(true);
-  m.dropout = any_dropout(c, {"attention_dropout", "hidden_dropout"}, origin);
-}
-
-using family_reader = void (*)(const nlohmann::json&, const std::string&, const std::string&, model_spec&);
-
-// Returns the reader of `model_type`, or nullptr when it is not supported.
-family_reader reader_of(const std::string& t) {
-  if (t == "llama" || t == "mistral" || t == "qwen2") return read_llama_like;
-  if (t == "gpt2") return read_gpt2;
-  if (t == "gpt_neox") return read_gpt_neox;
-  if (t == "bloom") return read_bloom;
-  if (t == "opt") return read_opt;
-  if (t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel") return read_falcon;
+const family_row* row_of(const std::string& type) {
+  for (const auto& r : family_rows)
+    for (const char* t : r.types)
+      if (t && type == t) return &r;
   return nullptr;
 }
 
+std::string supported_types() {
+  std::string s;
+  for (const auto& r : family_rows)
+    for (const char* t : r.types)
+      if (t) s += (s.empty() ? "" : ", ") + std::string(t);
+  return s;
+}
+
 }  // namespace
 
-model_spec model_from_hf_config(const nlohmann::json& c, const std::string& origin) {
+model_spec model_from_hf_config(const json& c, const std::string& origin) {
   if (!c.is_object()) throw bad_input(origin, "expected a JSON object");
-  auto type = opt_string_field(c, "model_type", origin);
+  const auto type = opt_string_field(c, "model_type", origin);
   if (!type) throw bad_input(origin + ".model_type", "missing");
-  // Mixture-of-experts and multi-latent attention are refused, by family and by field, never read as the
-  // dense model their attention and embeddings would describe (a Mixtral as 7.24 B parameters).
-  for (const char* moe : {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "dbrx", "llama4",
-                          "llama4_text", "olmoe", "jamba", "jetmoe", "granitemoe", "phimoe", "gpt_oss", "arctic",
-                          "switch_transformers", "nllb_moe", "grok-1", "hunyuan_v1_moe", "minimax"})
-    if (*type == moe)
-      throw bad_input(origin + ".model_type", "'" + *type +
-                                                  "' is a mixture-of-experts model: not modelled by this version "
-                                                  "(refused rather than priced as a dense one)");
-  refuse_unmodelled(c, origin);
+  if (std::find(unread_moe_types.begin(), unread_moe_types.end(), *type) != unread_moe_types.end())
+    throw bad_input(origin + ".model_type", "'" + shown_name(*type) +
+                                                "' is a mixture-of-experts family this version does not read "
+                                                "(refused rather than priced as a dense model)");
+  const family_row* row = row_of(*type);
+  if (!row)
+    throw bad_input(origin + ".model_type",
+                    "unsupported '" + shown_name(*type) + "' (supported: " + supported_types() + ")");
+  // The text model: a nested section when the config has one (Llama 4's text_config), else the config itself.
+  const json* text = &c;
+  std::string at = origin;
+  if (row->nested)
+    if (const auto it = c.find(row->nested); it != c.end() && !it->is_null()) {
+      if (!it->is_object()) throw bad_input(where(origin, row->nested), "must be an object");
+      text = &*it;
+      at = where(origin, row->nested);
+    }
+  const json& s = *text;
+  refuse_unread(s, at, *row);
   model_spec m;
   m.name = opt_string_field(c, "_name_or_path", origin).value_or(*type);
-  m.source = "HuggingFace config.json (" + *type + ")";
-  const auto read = reader_of(*type);
-  if (!read)
-    throw bad_input(
-        origin + ".model_type",
-        "unsupported '" + *type + "' (supported: llama, mistral, qwen2, gpt2, gpt_neox, bloom, opt, falcon)");
-  read(c, origin, *type, m);
+  m.source = "HuggingFace config.json (" + shown_name(*type) +
+             (row->nested && text != &c ? ", text model" : "") + ")";
+  m.hidden = read_int(s, at, row->hidden, m);
+  m.layers = read_int(s, at, row->layers, m);
+  m.heads = read_int(s, at, row->heads, m);
+  m.kv_heads = read_int(s, at, row->kv_heads, m);
+  m.head_dim_stated = stated(s, at, row->head_dim, 1, big).has_value() || row->head_dim.when == absent::value;
+  m.head_dim = read_int(s, at, row->head_dim, m);
+  m.ffn_hidden = read_int(s, at, row->ffn, m);
+  m.vocab = read_int(s, at, row->vocab, m);
+  m.max_positions = read_int(s, at, row->max_positions, m) + row->position_offset;
+  m.mlp = row->mlp;
+  m.norm = row->norm;
+  m.position = row->position;
+  m.tied_embeddings = read_bool(s, at, row->tied);
+  m.linear_bias = read_bool(s, at, row->bias) && !row->qkv_bias_only;
+  m.qkv_bias_only = row->qkv_bias_only && read_bool(s, at, row->bias);
+  m.embedding_norm = row->embedding_norm;
+  m.parallel_residual = read_bool(s, at, row->parallel_residual);
+  m.dropout = any_dropout(s, at, row->dropout);
+  m.attention_sinks = row->attention_sinks;
+  if (row->experts.keys[0]) read_moe(s, at, *row, m);
+  if (row->mla) read_mla(s, at, m);
+  if (row->quirk) row->quirk(s, at, m);
   // A config states the longest context, not the training sequence; --seq overrides this default.
   m.seq = std::min<std::int64_t>(m.max_positions, 4096);
   validate(m);

@@ -30,8 +30,11 @@ model_spec load_preset(const std::string& name, const std::string& dir);
 // truncated JSON, or a bad field.
 model_spec load_model_file(const std::string& path);
 
-// Returns the model a HuggingFace config.json describes (model_type llama, mistral, qwen2, gpt2,
-// gpt_neox, bloom, opt, falcon). Throws bad_input naming a missing field or an unknown model_type.
+// Returns the model a HuggingFace config.json describes: the dense families llama, mistral, qwen2, gpt2,
+// gpt_neox, bloom, opt, falcon, and the mixture-of-experts families mixtral, qwen2_moe, qwen3_moe, deepseek_v2,
+// deepseek_v3 (with multi-latent attention and MTP), gpt_oss, llama4 (its text_config), olmoe, dbrx (one row
+// each in hf_families.hpp; absent keys take the family's HF configuration-class defaults). Throws bad_input
+// naming a missing or absurd field, an unknown model_type, or a MoE key the family's code does not read.
 model_spec model_from_hf_config(const nlohmann::json& config, const std::string& origin);
 model_spec load_hf_config(const std::string& path);
 

@@ -1,6 +1,7 @@
 // model_spec.cpp: parameter counting from a model's dimensions, validation, and the model-file format.
 #include "model_spec.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "errors.hpp"
@@ -66,47 +67,286 @@ void validate(const model_spec& m) {
   if (m.norms_per_layer == 1 && !m.parallel_residual)
     throw bad_input("model.norms_per_layer", "one norm per layer needs parallel_residual");
   if (m.stated_params && *m.stated_params <= 0) throw bad_input("model.params", "must be positive");
+  if (m.moe.enabled()) {
+    const auto& x = m.moe;
+    positive(x.experts, 1'000'000, "moe.experts");
+    positive(x.top_k, x.experts, "moe.top_k");
+    positive(x.expert_ffn, max_width, "moe.expert_ffn");
+    if (x.shared_ffn < 0 || x.shared_ffn > max_width)
+      throw bad_input("model.moe.shared_ffn", "must be 0 (none) or a width up to 10,000,000");
+    if (x.shared_gate && x.shared_ffn == 0)
+      throw bad_input("model.moe.shared_gate", "a shared-expert gate needs shared experts (shared_ffn)");
+    if (static_cast<std::int64_t>(x.layers.size()) != m.layers)
+      throw bad_input("model.moe.layers", "the pattern has " + std::to_string(x.layers.size()) +
+                                              " entries for " + std::to_string(m.layers) + " layers");
+    if (std::find(x.layers.begin(), x.layers.end(), true) == x.layers.end())
+      throw bad_input("model.moe.layers", "no layer is a mixture-of-experts layer");
+    if (x.mtp_layers < 0 || x.mtp_layers > 16) throw bad_input("model.moe.mtp_layers", "must be 0-16");
+  } else if (m.moe.top_k || m.moe.expert_ffn || m.moe.shared_ffn || m.moe.mtp_layers || !m.moe.layers.empty()) {
+    throw bad_input("model.moe.experts", "mixture-of-experts fields without routed experts");
+  }
+  if (m.mla.enabled() || m.mla.q_lora_rank || m.mla.qk_nope_head_dim || m.mla.qk_rope_head_dim ||
+      m.mla.v_head_dim) {
+    positive(m.mla.kv_lora_rank, max_width, "mla.kv_lora_rank");
+    positive(m.mla.qk_nope_head_dim, max_width, "mla.qk_nope_head_dim");
+    positive(m.mla.qk_rope_head_dim, max_width, "mla.qk_rope_head_dim");
+    positive(m.mla.v_head_dim, max_width, "mla.v_head_dim");
+    if (m.mla.q_lora_rank < 0 || m.mla.q_lora_rank > max_width)
+      throw bad_input("model.mla.q_lora_rank", "must be 0 (no query compression) or a width");
+  }
   count_params(m);  // throws on overflow
 }
 
+namespace {
+
+// Returns one attention block's parameters (docs/model.md, "Parameters"). Standard: Q (h x a*d), K and V
+// (h x kv*d each), output projection (a*d x h), split by tp, with biases on Q, K, V (split) and on the output
+// projection (replicated: a row-parallel bias). Multi-latent attention (Megatron-LM
+// megatron/training/theoretical_memory_usage.py, MLA branch; DeepSeek-V3's modeling code): q_down (h x q_lora),
+// its norm, q_up (q_lora x a*(nope + rope)) or, without q_lora, q (h x a*(nope + rope)); kv_down
+// (h x (kv_lora + rope)), its norm, kv_up (kv_lora x a*(nope + v)); output a*v x h. The latent norms are
+// replicated, the projections split by tp as Megatron's estimator buckets them.
+layer_params attention_params(const model_spec& m, std::int64_t norm_params_per_width) {
+  const char* what = "model parameter count";
+  const std::int64_t h = m.hidden, a = m.heads;
+  layer_params p;
+  if (m.mla.enabled()) {
+    const auto& x = m.mla;
+    const std::int64_t qk = checked_add(x.qk_nope_head_dim, x.qk_rope_head_dim, what);
+    const std::int64_t q_out = checked_mul(a, qk, what);
+    if (x.q_lora_rank > 0) {
+      p.sharded = checked_add(checked_mul(h, x.q_lora_rank, what), checked_mul(x.q_lora_rank, q_out, what), what);
+      p.replicated += norm_params_per_width * x.q_lora_rank;
+    } else {
+      p.sharded = checked_mul(h, q_out, what);
+    }
+    p.sharded = checked_add(p.sharded, checked_mul(h, x.kv_lora_rank + x.qk_rope_head_dim, what), what);
+    p.sharded = checked_add(
+        p.sharded, checked_mul(x.kv_lora_rank, checked_mul(a, x.qk_nope_head_dim + x.v_head_dim, what), what),
+        what);
+    p.sharded = checked_add(p.sharded, checked_mul(checked_mul(a, x.v_head_dim, what), h, what), what);
+    p.replicated += norm_params_per_width * x.kv_lora_rank;
+  } else {
+    const std::int64_t q = checked_mul(m.heads, m.head_dim, what);
+    const std::int64_t kv = checked_mul(m.kv_heads, m.head_dim, what);
+    p.sharded = checked_add(checked_mul(2 * h, q, what), checked_mul(2 * h, kv, what), what);
+    if (m.linear_bias || m.qkv_bias_only) p.sharded += q + 2 * kv;
+    if (m.linear_bias) p.replicated += h;
+  }
+  if (m.attention_sinks) p.sharded += a;  // one sink logit per head
+  return p;
+}
+
+// Returns one MLP of width f with the model's mlp kind: gelu h->f->h, swiglu gate and up h->f, down f->h;
+// biases (when the model has them) on the column-parallel matrices split, on the row-parallel one replicated.
+layer_params mlp_params(const model_spec& m, std::int64_t f, bool bias) {
+  const char* what = "model parameter count";
+  const std::int64_t matrices = m.mlp == mlp_kind::gelu ? 2 : 3;
+  layer_params p;
+  p.sharded = checked_mul(checked_mul(matrices, m.hidden, what), f, what);
+  if (bias) {
+    p.sharded += (matrices - 1) * f;
+    p.replicated += m.hidden;
+  }
+  return p;
+}
+
+layer_params plus(layer_params a, const layer_params& b) {
+  const char* what = "model parameter count";
+  a.sharded = checked_add(a.sharded, b.sharded, what);
+  a.replicated = checked_add(a.replicated, b.replicated, what);
+  a.expert = checked_add(a.expert, b.expert, what);
+  return a;
+}
+
+layer_params times(const layer_params& a, std::int64_t n) {
+  const char* what = "model parameter count";
+  return {checked_mul(a.sharded, n, what), checked_mul(a.replicated, n, what), checked_mul(a.expert, n, what)};
+}
+
+}  // namespace
+
 param_counts count_params(const model_spec& m) {
   const char* what = "model parameter count";
-  const std::int64_t h = m.hidden, f = m.ffn_hidden;
-  const std::int64_t q = checked_mul(m.heads, m.head_dim, what);
-  const std::int64_t kv = checked_mul(m.kv_heads, m.head_dim, what);
-  // Attention: Q (h x q), K and V (h x kv each), output projection (q x h).
-  std::int64_t attn = checked_add(checked_mul(2 * h, q, what), checked_mul(2 * h, kv, what), what);
-  if (m.linear_bias)
-    attn += q + 2 * kv + h;
-  else if (m.qkv_bias_only)
-    attn += q + 2 * kv;
-  const std::int64_t matrices = m.mlp == mlp_kind::gelu ? 2 : 3;
-  std::int64_t mlp = checked_mul(matrices * h, f, what);
-  if (m.linear_bias) mlp += (matrices - 1) * f + h;
-  const std::int64_t norm = m.norm == norm_kind::layernorm ? 2 * h : h;
+  const std::int64_t h = m.hidden;
+  const std::int64_t norm_per_width = m.norm == norm_kind::layernorm ? 2 : 1;
+  const std::int64_t norm = norm_per_width * h;
   param_counts c;
-  c.per_layer = checked_add(checked_add(attn, mlp, what), m.norms_per_layer * norm, what);
+  const layer_params attn = attention_params(m, norm_per_width);
+  const layer_params norms{0, m.norms_per_layer * norm, 0};
+  c.dense_layer = plus(plus(attn, norms), mlp_params(m, m.ffn_hidden, m.linear_bias));
+  c.per_layer = c.dense_layer.total();
+  std::int64_t moe_count = 0;
+  if (m.moe.enabled()) {
+    const auto& x = m.moe;
+    layer_params moe = plus(attn, norms);
+    moe.replicated = checked_add(moe.replicated, checked_mul(h, x.experts, what), what);  // router
+    if (x.router_bias) moe.replicated += x.experts;
+    if (x.shared_ffn > 0) moe = plus(moe, mlp_params(m, x.shared_ffn, false));
+    if (x.shared_gate) moe.replicated += h;
+    const layer_params one_expert = mlp_params(m, x.expert_ffn, x.expert_bias);
+    moe.expert = checked_mul(one_expert.total(), x.experts, what);
+    c.moe_layer = moe;
+    c.moe_before.assign(static_cast<std::size_t>(m.layers) + 1, 0);
+    for (std::int64_t i = 0; i < m.layers; ++i)
+      c.moe_before[static_cast<std::size_t>(i) + 1] = c.moe_before[static_cast<std::size_t>(i)] + (m.is_moe_layer(i) ? 1 : 0);
+    moe_count = c.moe_before.back();
+    if (x.mtp_layers > 0) {
+      // DeepSeek-V3's multi-token prediction module (Megatron-LM megatron/core/transformer/
+      // multi_token_prediction.py): enorm and hnorm, eh_proj (2h -> h), one transformer layer of the last
+      // layer's kind, and its final norm; it shares the embedding and the output head.
+      layer_params one = m.is_moe_layer(m.layers - 1) ? moe : c.dense_layer;
+      one.sharded = checked_add(one.sharded, checked_mul(2 * h, h, what), what);
+      one.replicated += 3 * norm;
+      c.mtp = times(one, x.mtp_layers);
+    }
+  }
   c.embedding = checked_mul(m.vocab, h, what);
-  if (m.position == position_kind::learned) c.embedding += checked_mul(m.max_positions, h, what);
-  if (m.embedding_norm) c.embedding += norm;
+  if (m.position == position_kind::learned) {
+    c.embedding_replicated = checked_mul(m.max_positions, h, what);
+    c.embedding += c.embedding_replicated;
+  }
+  if (m.embedding_norm) {
+    c.embedding += norm;
+    c.embedding_replicated += norm;
+  }
   c.output = norm + (m.tied_embeddings ? 0 : checked_mul(m.vocab, h, what));
+  c.output_replicated = norm;
   c.output_tied = m.tied_embeddings ? m.vocab * h : 0;
-  const std::int64_t derived =
-      checked_add(checked_add(checked_mul(m.layers, c.per_layer, what), c.embedding, what), c.output, what);
+  const std::int64_t dense_count = m.layers - moe_count;
+  std::int64_t derived = checked_add(checked_mul(dense_count, c.dense_layer.total(), what),
+                                     checked_mul(moe_count, c.moe_layer.total(), what), what);
+  derived = checked_add(checked_add(derived, c.embedding, what), c.output, what);
+  c.mtp_total = c.mtp.total();
+  derived = checked_add(derived, c.mtp_total, what);
+  // Active per token: every routed expert's share top_k / E of the experts (DeepSeek-V3's "37B activated").
+  const std::int64_t routed_active =
+      m.moe.enabled() ? c.moe_layer.expert / m.moe.experts * m.moe.top_k : 0;
+  c.active = derived - c.mtp_total - moe_count * (c.moe_layer.expert - routed_active);
   // The largest byte count anywhere is about 20 bytes per parameter; keep it inside int64.
   checked_mul(derived, 64, what);
   if (m.stated_params) {
     checked_mul(*m.stated_params, 64, what);
     c.total = *m.stated_params;
+    c.active = c.total;
     c.stated = true;
     c.per_layer = *m.stated_params / m.layers;
+    c.dense_layer = {c.per_layer, 0, 0};
+    c.moe_layer = {};
+    c.mtp = {};
+    c.mtp_total = 0;
+    c.moe_before.clear();
     c.embedding = 0;
+    c.embedding_replicated = 0;
     c.output = 0;
+    c.output_replicated = 0;
     c.output_tied = 0;
   } else {
     c.total = derived;
   }
   return c;
+}
+
+std::vector<bool> moe_layer_pattern(std::int64_t layers, std::int64_t first_dense, std::int64_t every,
+                                    std::int64_t phase, const std::vector<std::int64_t>& dense) {
+  if (every < 1) throw bad_input("moe.every", "must be at least 1, got " + std::to_string(every));
+  if (phase < 0 || phase >= every)
+    throw bad_input("moe.phase", "must be in [0, " + std::to_string(every) + "), got " + std::to_string(phase));
+  if (layers < 0 || layers > max_layers) throw bad_input("model.layers", "is out of range");
+  std::vector<bool> v(static_cast<std::size_t>(layers), false);
+  for (std::int64_t i = 0; i < layers; ++i)
+    v[static_cast<std::size_t>(i)] =
+        i >= first_dense && i % every == phase && std::find(dense.begin(), dense.end(), i) == dense.end();
+  return v;
+}
+
+namespace {
+// A recursive-descent reader of Megatron's layer-pattern expressions (megatron/training/arguments.py,
+// moe_freq_type): sums of lists and parenthesised groups, each optionally repeated with *N.
+struct pattern_reader {
+  const std::string& s;
+  const std::string& origin;
+  std::size_t at = 0;
+  int depth = 0;
+  static constexpr std::size_t max_entries = 100'000;
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw bad_input(origin, "layer pattern: " + why + " at character " + std::to_string(at + 1));
+  }
+  void skip() {
+    while (at < s.size() && (s[at] == ' ' || s[at] == '\t')) ++at;
+  }
+  std::int64_t number() {
+    skip();
+    if (at >= s.size() || s[at] < '0' || s[at] > '9') fail("expected a number");
+    std::int64_t v = 0;
+    while (at < s.size() && s[at] >= '0' && s[at] <= '9') {
+      v = v * 10 + (s[at++] - '0');
+      if (v > static_cast<std::int64_t>(max_entries)) fail("number too large");
+    }
+    return v;
+  }
+  std::vector<bool> term() {
+    skip();
+    std::vector<bool> v;
+    if (at < s.size() && s[at] == '[') {
+      ++at;
+      skip();
+      while (at < s.size() && s[at] != ']') {
+        const std::int64_t x = number();
+        if (x > 1) fail("entries must be 0 or 1");
+        v.push_back(x == 1);
+        skip();
+        if (at < s.size() && s[at] == ',') ++at;
+        skip();
+      }
+      if (at >= s.size()) fail("missing ']'");
+      ++at;
+    } else if (at < s.size() && s[at] == '(') {
+      if (++depth > 32) fail("nested too deeply");
+      ++at;
+      v = sum();
+      skip();
+      if (at >= s.size() || s[at] != ')') fail("missing ')'");
+      ++at;
+      --depth;
+    } else {
+      fail("expected '[' or '('");
+    }
+    skip();
+    while (at < s.size() && s[at] == '*') {
+      ++at;
+      const std::int64_t n = number();
+      if (v.size() * static_cast<std::size_t>(n) > max_entries) fail("more than 100,000 entries");
+      std::vector<bool> r;
+      for (std::int64_t k = 0; k < n; ++k) r.insert(r.end(), v.begin(), v.end());
+      v = std::move(r);
+      skip();
+    }
+    return v;
+  }
+  std::vector<bool> sum() {
+    std::vector<bool> v = term();
+    skip();
+    while (at < s.size() && s[at] == '+') {
+      ++at;
+      auto w = term();
+      if (v.size() + w.size() > max_entries) fail("more than 100,000 entries");
+      v.insert(v.end(), w.begin(), w.end());
+      skip();
+    }
+    return v;
+  }
+};
+}  // namespace
+
+std::vector<bool> parse_layer_pattern(const std::string& expr, const std::string& origin) {
+  if (expr.size() > 10'000) throw bad_input(origin, "layer pattern is longer than 10,000 characters");
+  pattern_reader r{expr, origin};
+  auto v = r.sum();
+  r.skip();
+  if (r.at != expr.size()) r.fail("unexpected character");
+  return v;
 }
 
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
@@ -117,7 +357,8 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
       "name",    "source",          "note",           "layers",        "hidden",       "heads",
       "kv_heads", "head_dim",       "ffn_hidden",     "vocab",         "seq",          "max_positions",
       "mlp",     "norm",            "position",       "tied_embeddings", "dropout",    "bias",
-      "qkv_bias_only", "embedding_norm", "norms_per_layer", "parallel_residual", "params"};
+      "qkv_bias_only", "embedding_norm", "norms_per_layer", "parallel_residual", "params",
+      "moe",     "mla",             "attention_sinks"};
   require_known_keys(j, known, origin);
   model_spec m;
   m.name = opt_string_field(j, "name", origin).value_or(origin);
@@ -167,6 +408,50 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.norms_per_layer = static_cast<int>(opt_int_field(j, "norms_per_layer", origin, 1, 2).value_or(2));
   m.parallel_residual = opt_bool_field(j, "parallel_residual", origin).value_or(false);
   m.stated_params = opt_int_field(j, "params", origin, 1, INT64_MAX / 64);
+  m.attention_sinks = opt_bool_field(j, "attention_sinks", origin).value_or(false);
+  if (auto it = j.find("moe"); it != j.end() && !it->is_null()) {
+    const std::string o = origin + ".moe";
+    if (!it->is_object()) throw bad_input(o, "expected an object");
+    require_known_keys(*it, {"experts", "top_k", "expert_ffn", "shared_ffn", "shared_gate", "router_bias",
+                             "expert_bias", "layers", "mtp_layers"},
+                       o);
+    auto& x = m.moe;
+    x.experts = int_field(*it, "experts", o, 1, 1'000'000);
+    x.top_k = int_field(*it, "top_k", o, 1, x.experts);
+    x.expert_ffn = opt_int_field(*it, "expert_ffn", o, 1, max_width).value_or(m.ffn_hidden);
+    x.shared_ffn = opt_int_field(*it, "shared_ffn", o, 0, max_width).value_or(0);
+    x.shared_gate = opt_bool_field(*it, "shared_gate", o).value_or(false);
+    x.router_bias = opt_bool_field(*it, "router_bias", o).value_or(false);
+    x.expert_bias = opt_bool_field(*it, "expert_bias", o).value_or(false);
+    x.mtp_layers = opt_int_field(*it, "mtp_layers", o, 0, 16).value_or(0);
+    const auto lt = it->find("layers");
+    if (lt == it->end() || lt->is_null()) {
+      x.layers.assign(static_cast<std::size_t>(m.layers), true);  // every layer MoE (Mixtral)
+    } else if (lt->is_string()) {
+      x.layers = parse_layer_pattern(lt->get<std::string>(), o + ".layers");
+    } else if (lt->is_array()) {
+      if (lt->size() > static_cast<std::size_t>(max_layers))
+        throw bad_input(o + ".layers", "more entries than layers can have");
+      for (const auto& v : *lt) {
+        if (!v.is_number_integer() || (v.get<std::int64_t>() != 0 && v.get<std::int64_t>() != 1))
+          throw bad_input(o + ".layers", "entries must be 0 (dense) or 1 (MoE)");
+        x.layers.push_back(v.get<std::int64_t>() == 1);
+      }
+    } else {
+      throw bad_input(o + ".layers", "expected a list of 0/1 or a pattern such as \"[0]*3+[1]*58\"");
+    }
+  }
+  if (auto it = j.find("mla"); it != j.end() && !it->is_null()) {
+    const std::string o = origin + ".mla";
+    if (!it->is_object()) throw bad_input(o, "expected an object");
+    require_known_keys(*it, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+                       o);
+    m.mla.q_lora_rank = opt_int_field(*it, "q_lora_rank", o, 0, max_width).value_or(0);
+    m.mla.kv_lora_rank = int_field(*it, "kv_lora_rank", o, 1, max_width);
+    m.mla.qk_nope_head_dim = int_field(*it, "qk_nope_head_dim", o, 1, max_width);
+    m.mla.qk_rope_head_dim = int_field(*it, "qk_rope_head_dim", o, 1, max_width);
+    m.mla.v_head_dim = int_field(*it, "v_head_dim", o, 1, max_width);
+  }
   validate(m);
   return m;
 }
@@ -194,6 +479,22 @@ nlohmann::json model_to_json(const model_spec& m) {
                       {"norms_per_layer", m.norms_per_layer},
                       {"parallel_residual", m.parallel_residual}};
   if (m.stated_params) j["params"] = *m.stated_params;
+  if (m.attention_sinks) j["attention_sinks"] = true;
+  if (m.moe.enabled()) {
+    std::vector<int> layers;
+    for (bool b : m.moe.layers) layers.push_back(b ? 1 : 0);
+    j["moe"] = {{"experts", m.moe.experts},         {"top_k", m.moe.top_k},
+                {"expert_ffn", m.moe.expert_ffn},   {"shared_ffn", m.moe.shared_ffn},
+                {"shared_gate", m.moe.shared_gate}, {"router_bias", m.moe.router_bias},
+                {"expert_bias", m.moe.expert_bias}, {"layers", layers},
+                {"mtp_layers", m.moe.mtp_layers}};
+  }
+  if (m.mla.enabled())
+    j["mla"] = {{"q_lora_rank", m.mla.q_lora_rank},
+                {"kv_lora_rank", m.mla.kv_lora_rank},
+                {"qk_nope_head_dim", m.mla.qk_nope_head_dim},
+                {"qk_rope_head_dim", m.mla.qk_rope_head_dim},
+                {"v_head_dim", m.mla.v_head_dim}};
   return j;
 }
 

@@ -45,7 +45,7 @@ const char* to_string(buffer_kind k) {
 
 std::vector<std::string> builtin_recipes() {
   return {"bf16-adam",     "fp32-adam",        "fp16-adam",      "bf16-adam-fp32-grads",
-          "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster"};
+          "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16"};
 }
 
 namespace {
@@ -58,7 +58,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2};
+            2, 0};
   if (name == "fp32-adam")  // no master copy: the weights are the master
     return {name,
             {{"fp32 parameters", k::params, 4, 3},
@@ -73,7 +73,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2};
+            2, 0};
   if (name == "bf16-adam-fp32-grads")  // Megatron --accumulate-allreduce-grads-in-fp32: main_grad is fp32
     return {name,
             {{"bf16 parameters", k::params, 2, 3},
@@ -81,7 +81,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2};
+            2, 0};
   if (name == "bf16-adam8bit")  // bitsandbytes 8-bit Adam: one byte per state (block scales ignored)
     return {name,
             {{"bf16 parameters", k::params, 2, 3},
@@ -89,7 +89,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (8-bit)", k::optimizer, 1, 1},
              {"Adam v (8-bit)", k::optimizer, 1, 1}},
-            2};
+            2, 0};
   if (name == "megatron-distopt")
     // the distributed optimizer (--use-distributed-optimizer, Megatron-LM:docs/source/distrib_optimizer.md):
     // bf16 parameters and fp32 main gradients stay whole on every rank (gradients accumulate across
@@ -101,7 +101,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2};
+            2, 0};
   if (name == "deepspeed-bf16")
     // DeepSpeed's BF16_Optimizer (bf16.enabled with ZeRO-1 or pipeline parallelism): the bf16 gradients,
     // plus an fp32 gradient accumulation buffer as large as the model, unsharded; master and Adam sharded.
@@ -112,7 +112,21 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2};
+            2, 0};
+  if (name == "fsdp2-bf16") {
+    // torchtitan's FSDP2 (fully_shard with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32),
+    // torchtitan/distributed/parallel_dims.py and parallelize.py): the fp32 parameters are the master copy,
+    // sharded; gradients fp32, reduce-scattered; Adam's two states fp32. The bf16 copy exists only gathered:
+    // the ZeRO-3 transient is priced at 2 bytes per parameter (gather_bytes). Use it with --zero 3.
+    recipe r{name,
+             {{"fp32 parameters (sharded, the master)", k::params, 4, 3},
+              {"fp32 gradients", k::grads, 4, 2},
+              {"Adam m (fp32)", k::optimizer, 4, 1},
+              {"Adam v (fp32)", k::optimizer, 4, 1}},
+             2, 0};
+    r.gather_bytes = 2;
+    return r;
+  }
   if (name == "fp16-nomaster")
     // OPT-175B (Zhang et al., arXiv 2205.01068, section 2.5): fp16 weights, Adam state in fp32, no fp32
     // master copy; dynamic loss scaling: 2 + 2 + 8 = 12 bytes per parameter.
@@ -121,7 +135,7 @@ recipe builtin(const std::string& name) {
              {"fp16 gradients", k::grads, 2, 2},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2};
+            2, 0};
   return {};
 }
 }  // namespace

@@ -24,6 +24,11 @@ struct recipe {
   std::string name;
   std::vector<recipe_buffer> buffers;
   std::int64_t activation_bytes = 2;  // bytes of one activation element (16-bit by default)
+  // Bytes per parameter of a gathered (unsharded) copy under ZeRO-3 / FSDP; 0: the parameters buffer's own
+  // bytes. FSDP2 keeps fp32 shards and gathers bf16 (fsdp2-bf16: 2).
+  std::int64_t gather_bytes = 0;
+  // Returns the bytes per parameter of a gathered copy.
+  std::int64_t gathered_bytes_per_param() const { return gather_bytes > 0 ? gather_bytes : bytes_of(buffer_kind::params); }
 
   // Returns the sum of bytes per parameter over all buffers (16 for the default recipe).
   std::int64_t bytes_per_param() const;

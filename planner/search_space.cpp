@@ -2,6 +2,7 @@
 #include "search_space.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace headroom {
 
@@ -32,7 +33,14 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
   for (int z = lowest_searched_zero(p, a); z <= p.precision.highest_zero(); ++z)
     zeros.push_back(z);
   for (const auto& r : recompute_names) recomputes.push_back(static_cast<std::int64_t>(r.value));
-  return {
+  // ep: the divisors of the routed experts (a dense model: 1). etp: tp (0) and, where tp > 1, 1 (Megatron's
+  // MoE parallel folding runs experts without tensor parallelism under a tensor-parallel attention).
+  std::vector<std::int64_t> eps{1}, etps{0, 1};
+  if (p.model.moe.enabled())
+    for (std::int64_t e = 2; e <= p.model.moe.experts && e <= max_gpus; ++e)
+      if (p.model.moe.experts % e == 0) eps.push_back(e);
+  if (!p.model.moe.enabled()) etps = {0};
+  std::vector<search_axis> space = {
       {.name = "tp",
        .values = fixed_or(a.tp, tps),
        .fixed = a.tp.has_value(),
@@ -49,6 +57,17 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
        .fixed = a.sequence_parallel.has_value(),
        .level = axis_level::ledger,
        .set = [](search_point& x, std::int64_t v) { x.where.sequence_parallel = v != 0; },
+       .applies = [](const layout& l) { return l.tp > 1; }},
+      {.name = "ep",
+       .values = fixed_or(a.ep, eps),
+       .fixed = a.ep.has_value(),
+       .level = axis_level::ledger,
+       .set = [](search_point& x, std::int64_t v) { x.where.ep = static_cast<int>(v); }},
+      {.name = "etp",
+       .values = fixed_or(a.etp, etps),
+       .fixed = a.etp.has_value(),
+       .level = axis_level::ledger,
+       .set = [](search_point& x, std::int64_t v) { x.where.etp = static_cast<int>(v); },
        .applies = [](const layout& l) { return l.tp > 1; }},
       {.name = "micro_batch",
        .values = fixed_or(a.micro_batch, {1, 2, 4, 8, 16}),
@@ -79,6 +98,12 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
        .level = axis_level::activation,
        .set = [](search_point& x, std::int64_t v) { x.where.recompute = static_cast<recompute_mode>(v); }},
   };
+  // A dense model has no expert axes unless the user gave one (layout_error then refuses it).
+  if (!p.model.moe.enabled())
+    std::erase_if(space, [&](const search_axis& x) {
+      return (std::string_view(x.name) == "ep" && !a.ep) || (std::string_view(x.name) == "etp" && !a.etp);
+    });
+  return space;
 }
 
 axis_combos::axis_combos(const std::vector<search_axis>& space, axis_level level) {

@@ -18,6 +18,9 @@ namespace headroom {
 // Axes the user fixed on the command line; the search varies the rest.
 struct search_axes {
   std::optional<int> tp, pp, cp, zero, vpp;
+  std::optional<int> ep, etp;      // expert parallelism and expert tp (MoE models; etp 0 = tp)
+  int dp_replicate = 1;            // HSDP replicas: not searched (replicas only add memory)
+  std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's (layout.hpp)
   std::optional<std::int64_t> micro_batch;  // unset: searched, the global batch fixed
   std::optional<recompute_mode> recompute;
   std::optional<bool> sequence_parallel;
@@ -69,8 +72,8 @@ inline int lowest_searched_zero(const problem& p, const search_axes& a) {
   return std::max(p.precision.lowest_zero(), a.offload_optimizer ? 1 : 0);
 }
 
-// Returns the axes for `p` with the user's fixed axes `a`: tp, cp, sp, micro-batch, pp, vpp, ZeRO stage,
-// recompute, each level's axes in loop order (the last varies fastest).
+// Returns the axes for `p` with the user's fixed axes `a`: tp, cp, sp, (MoE: ep, expert tp,) micro-batch, pp, vpp,
+// ZeRO stage, recompute, each level's axes in loop order (the last varies fastest).
 std::vector<search_axis> search_space(const problem& p, const search_axes& a);
 
 // Every combination of the values of one level's axes, in order (the last axis varying fastest): what the

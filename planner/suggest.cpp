@@ -72,16 +72,26 @@ void layout_search::precompute_ledger(std::optional<bad_input>& first_error) {
     search_point x;
     m_ledger.apply(c, x);
     if (!m_ledger.applies(c, x.where)) continue;  // sp means nothing without tp: tp = 1 is searched once
-    x.where.gpus = static_cast<int>(static_cast<std::int64_t>(x.where.tp) * x.where.pp * x.where.cp);
+    x.where.dp_replicate = m_axes.dp_replicate;
+    // A stage the recipe runs with: the expert grid's ranks below make dp > 1, where layout_error asks it.
+    x.where.zero = m_axes.zero.value_or(lowest_searched_zero(m_problem, m_axes));
+    x.where.offload_optimizer = m_axes.offload_optimizer;
+    x.where.gpus = static_cast<int>(std::min<std::int64_t>(
+        max_gpus, static_cast<std::int64_t>(x.where.tp) * x.where.pp * x.where.cp * x.where.ep * x.where.expert_tp() *
+                      m_axes.dp_replicate));
     auto e = layout_error(unsplit, x.where);
     if (e && !first_error && m_ledger.as_plan_builds(c, x.where)) first_error = e;
     if (e) continue;
     std::size_t i = 0;
     while (i + 1 < m_problems.size() && m_problems[i].training.micro_batch != x.micro_batch) ++i;
     const ledger_shape shape = shape_of(m_problems[i], x.where);
-    auto sums = sum_ledger(layer_ledger(m, shape));
+    auto sums = sum_ledger(layer_ledger(m, shape), m_problems[i].training.recompute_modules);
     detail::checked_mul(sums.none, m.layers * 4, "activations");
-    m_variants.push_back({c, i, x.where.gpus, m_ledger.monotone_first(c), sums, sum_peaks(m, shape)});
+    const peak_sums peaks = sum_peaks(m, shape);
+    detail::checked_mul(peaks.moe_layer.none, m.layers * 4, "activations");
+    // The variant's own ranks: tp * cp. Its gpus above included ep * expert tp so that the expert grid
+    // divides; the loop asks expert_grid_fits() of every layout.
+    m_variants.push_back({c, i, x.where.tp * x.where.cp, m_ledger.monotone_first(c), sums, peaks});
   }
 }
 
@@ -92,7 +102,11 @@ void layout_search::precompute_pipeline(std::optional<bad_input>& first_error) {
     search_point x;
     m_pipeline.apply(c, x);
     if (!m_pipeline.applies(c, x.where)) continue;  // interleaving needs a pipeline
-    x.where.gpus = static_cast<int>(static_cast<std::int64_t>(x.where.tp) * x.where.pp * x.where.cp);
+    x.where.dp_replicate = m_axes.dp_replicate;
+    x.where.zero = m_axes.zero.value_or(lowest_searched_zero(m_problem, m_axes));
+    x.where.offload_optimizer = m_axes.offload_optimizer;
+    x.where.gpus = static_cast<int>(std::min<std::int64_t>(
+        max_gpus, static_cast<std::int64_t>(x.where.tp) * x.where.pp * x.where.cp * m_axes.dp_replicate));
     auto e = layout_error(m_problem, x.where);
     if (e && !first_error && m_pipeline.as_plan_builds(c, x.where)) first_error = e;
     if (!e) m_pipelines.push_back({c, x.where.gpus});
@@ -108,9 +122,15 @@ std::int64_t layout_search::per_rank_floor() const {
       search_point x;
       m_activation.apply(r, x);
       const auto mode = x.where.recompute;
-      const std::int64_t a = v.sums.of(mode);
+      // The cheapest layer kind the model has: a lower bound whatever the stage holds.
+      const std::int64_t a = m_params.moe_before.empty() || m_params.moe_before.back() == p.model.layers
+                                 ? (m_params.moe_before.empty() ? v.sums.of(mode) : v.peaks.moe_layer.of(mode))
+                                 : std::min(v.sums.of(mode), v.peaks.moe_layer.of(mode));
       const std::int64_t seed = a + p.device.reserve.fixed;
-      const std::int64_t peak = a + v.peaks.working_set_of(mode) + p.device.fixed_overheads;
+      const std::int64_t ws = m_params.moe_before.empty() ? v.peaks.working_set_of(mode)
+                                                          : std::min(v.peaks.working_set_of(mode),
+                                                                     v.peaks.moe_working_set[static_cast<std::size_t>(mode)]);
+      const std::int64_t peak = a + ws + p.device.fixed_overheads;
       best = std::min(best, std::max(seed, peak));
     }
   }
@@ -142,6 +162,9 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
   l.zero3_inflight_units = m_axes.zero3_inflight_units;
   l.zero3_live_params = m_axes.zero3_live_params;
   l.reshard_after_forward = m_axes.reshard_after_forward;
+  l.dp_replicate = m_axes.dp_replicate;
+  l.reduce_bucket = m_axes.reduce_bucket;
+  l.prefetch_bucket = m_axes.prefetch_bucket;
   // The pipelines whose ranks divide N, found once per N rather than once per variant.
   std::vector<pipeline> pipes;
   for (const auto& q : m_pipelines)
@@ -155,21 +178,24 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
       const std::int64_t tpc = v.ranks * q.ranks;  // tp * pp * cp, before anything is set
       if (tpc > gpus || gpus % tpc) continue;
       m_pipeline.apply(q.combo, x);
-      if (!m_ledger.rules_hold(p, l) || !m_pipeline.rules_hold(p, l)) continue;
+      if (!m_ledger.rules_hold(p, l) || !m_pipeline.rules_hold(p, l) || !expert_grid_fits(l)) continue;
       const std::int64_t M = microbatches_per_step(p, l);
       if (!batch_splits(p, l) || !schedule_runs(l, M)) continue;  // schedule_error()'s rules
-      const bool exact = !middle_stages_dominated(p, l);  // an explicit split: every stage, the slow path
+      // An explicit split or a MoE model (stages of different layer kinds): every stage, the slow path.
+      const bool exact = !middle_stages_dominated(p, l) || p.model.moe.enabled();
       // The pieces that depend on neither the state nor the activation level, for the first and the last
       // stage.
       struct stage_piece {
-        std::int64_t layers, params_on_rank, chunks, embedding;
+        std::int64_t layers;
+        rank_params params_on_rank;
+        std::int64_t chunks, embedding;
       } pieces[2];
       const int nstages = l.pp == 1 ? 1 : 2;
       for (int k = 0; k < nstages; ++k) {
         const int stage = k == 0 ? 0 : l.pp - 1;
         auto& y = pieces[k];
         y.layers = stage_layers(p, l, stage);
-        y.params_on_rank = stage_params_on_rank(p, m_params, l, stage, y.layers);
+        y.params_on_rank = stage_params_on_rank(p, m_params, l, stage, y.layers, 0);
         y.chunks = chunks_in_flight(l, stage, M) * (y.layers / l.vpp);
         y.embedding =
             stage == 0 && v.peaks.first_stage ? embeddings_in_flight(l, M) * v.peaks.first_stage : 0;

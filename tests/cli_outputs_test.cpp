@@ -234,7 +234,7 @@ std::string hostile_calibration(const std::string& dir) {
 TEST(CliOutputs, WarningsAreSanitisedAndNeverJoinAnError) {
   const std::string d = fresh_dir("hostile_cal");
   const std::string cal = hostile_calibration(d);
-  auto r = run(g + "--gpus 32 --zero 3 --calibration " + cal + " --gpu 'NVIDIA B200'");
+  auto r = run(g + "--gpus 32 --zero 3 --calibration " + cal + " --calibration-gpu 'NVIDIA B200'");
   EXPECT_TRUE(r.status == 0 || r.status == 3) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   std::size_t longest = 0, start = 0;
@@ -242,7 +242,7 @@ TEST(CliOutputs, WarningsAreSanitisedAndNeverJoinAnError) {
     longest = std::max(longest, nl - start);
   EXPECT_LE(longest, 280u) << r.err;
   // The same warning, then bad input: the error line alone.
-  r = run(g + "--gpus 32 --zero 3 --calibration " + cal + " --gpu 'NVIDIA B200' --mfu 5");
+  r = run(g + "--gpus 32 --zero 3 --calibration " + cal + " --calibration-gpu 'NVIDIA B200' --mfu 5");
   expect_one_error_line(r, 2, "mfu");
 }
 

@@ -1,15 +1,19 @@
 // validation_test.cpp: `headroom validate`'s library (calibrate/validation.hpp): the shipped pack agrees row
-// by row, each row cited and given in the canonical problem JSON form; a contradiction is a disagreement
-// with its reason; a malformed pack or row is bad input naming it.
+// by row, each row cited and given in the canonical problem JSON form; its out-of-memory rows are many and
+// encode what the papers print (Korthikanti et al.'s Table 3 per activation mode, checked against the paper's
+// text here, not against the planner); a contradiction is a disagreement with its reason; a malformed pack or
+// row is bad input naming it.
 #include "calibrate/validation.hpp"
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
-#include "test_support.hpp"
 #include "probes/records/schema.hpp"
+#include "test_support.hpp"
 
 namespace headroom::calibrate {
 namespace {
@@ -44,14 +48,19 @@ std::string refusal(const nlohmann::json& pack) {
   return "";
 }
 
-TEST(Validation, ShippedPackAgreesAndEveryRowIsCitedInProblemJsonForm) {
+TEST(Validation, ShippedPackNamesItsDisagreementsAndEveryRowIsCitedInProblemJsonForm) {
   const std::string path = default_validation_pack();
   const nlohmann::json pack = read_json_file(path);
   const auto results = validate_pack(pack, path);
-  ASSERT_EQ(results.size(), 44u);
-  EXPECT_EQ(disagreements(results), 0);
+  ASSERT_EQ(results.size(), 81u);
+  // Two published outcomes the planner gets wrong today (docs/validation.md, "Disagreements"): kept in the
+  // pack, named here so that a third, or one of these turning, is seen.
+  const std::set<std::string> known = {
+      "narayanan ZeRO-3 529.6B on 640 A100 80GB, micro-batch 4: fits",
+      "narayanan figure 17: 145.6B on 128 A100 80GB, batch 16, none recompute: OOM"};
+  EXPECT_EQ(disagreements(results), 2);
   for (const auto& r : results) {
-    EXPECT_TRUE(r.agrees) << r.id << ": " << r.why;
+    EXPECT_EQ(r.agrees, !known.count(r.id)) << r.id << ": " << r.why;
     EXPECT_FALSE(r.citation.empty()) << r.id;
   }
   // Each row's case is exactly what the records carry: reading and writing it again changes nothing.
@@ -62,9 +71,111 @@ TEST(Validation, ShippedPackAgreesAndEveryRowIsCitedInProblemJsonForm) {
   const nlohmann::json out = validation_to_json(results, path);
   EXPECT_EQ(out["schema"], records::schema_of(records::kind::validate));
   EXPECT_EQ(out["pack"], path);
-  EXPECT_EQ(out["rows"].size(), 44u);
-  EXPECT_EQ(out["disagreements"], 0);
+  EXPECT_EQ(out["rows"].size(), 81u);
+  EXPECT_EQ(out["disagreements"], 2);
   EXPECT_TRUE(out["rows"][0].contains("relative_error"));
+}
+
+// Returns the shipped pack's row called `id`, or null.
+nlohmann::json shipped_row(const nlohmann::json& pack, const std::string& id) {
+  for (const auto& r : pack["rows"])
+    if (r["id"] == id) return r;
+  return nullptr;
+}
+
+// A planner that always answered "fits" must fail the pack: it holds the out-of-memory outcomes the sources
+// publish (Korthikanti et al. 12, Narayanan et al. 2, ZeRO 1, llm-foundry 1, torchtitan 1), and every outcome
+// row says what its source published and what the row assumes.
+TEST(Validation, ShippedPackHoldsPublishedOutOfMemoryRowsAndSaysWhatIsAssumed) {
+  const nlohmann::json pack = read_json_file(default_validation_pack());
+  int oom = 0, trained = 0;
+  for (const auto& r : pack["rows"]) {
+    const std::string kind = r["kind"];
+    oom += kind == "oom";
+    trained += kind == "trained";
+    if (kind == "layer_activations") continue;
+    const std::string expresses = r.value("expresses", "");
+    EXPECT_NE(expresses.find("published:"), std::string::npos) << r["id"];
+    EXPECT_NE(expresses.find("assumed"), std::string::npos) << r["id"];
+  }
+  EXPECT_EQ(oom, 17);
+  EXPECT_EQ(trained, 44);
+}
+
+// Korthikanti et al. (arXiv 2205.05198): Table 3's four configurations, each in five activation modes. The
+// labels are the paper's text: section 1 (the tensor-parallel baseline needs more than 80 GB for all four),
+// section 6.1 ("Without the memory savings provided by sequence parallelism and selective recompute together,
+// none of the these models will fit into memory") and Table 5 (full recomputation and sequence parallelism +
+// selective recomputation both ran). Section 6: interleaving m = 3 for 175B and 530B; 80GB A100s.
+TEST(Validation, KorthikantiRowsCarryTable3AndThePapersLabels) {
+  const nlohmann::json pack = read_json_file(default_validation_pack());
+  const struct {
+    const char* model;
+    int gpus, pp, vpp, micro_batch, global_batch;
+  } table3[] = {{"22b", 8, 1, 1, 4, 4},
+                {"175b", 64, 8, 3, 1, 64},
+                {"530b", 280, 35, 3, 1, 280},
+                {"1t", 512, 64, 1, 1, 512}};
+  const struct {
+    const char* mode;
+    const char* recompute;
+    bool sequence_parallel;
+    const char* kind;
+  } modes[] = {{"none", "none", false, "oom"},
+               {"sp", "none", true, "oom"},
+               {"sel", "selective", false, "oom"},
+               {"sp+sel", "selective", true, "trained"},
+               {"full", "full", false, "trained"}};
+  for (const auto& m : table3)
+    for (const auto& mode : modes) {
+      const std::string id = std::string("korthikanti-") + m.model + " " + mode.mode + " on " +
+                             std::to_string(m.gpus) +
+                             " A100 80GB: " + (std::string(mode.kind) == "oom" ? "OOM" : "fits");
+      const nlohmann::json r = shipped_row(pack, id);
+      ASSERT_FALSE(r.is_null()) << id;
+      EXPECT_EQ(r["kind"], mode.kind) << id;
+      const layout l = layout_from_json(r["layout"], "l");
+      const problem p = problem_from_json(r["problem"], "p");
+      EXPECT_EQ(l.gpus, m.gpus) << id;
+      EXPECT_EQ(l.tp, 8) << id;
+      EXPECT_EQ(l.pp, m.pp) << id;
+      EXPECT_EQ(l.dp(), 1) << id;  // "no data parallelism is used in our evaluations"
+      EXPECT_EQ(l.vpp, m.vpp) << id;
+      EXPECT_EQ(r["layout"]["recompute"], mode.recompute) << id;
+      EXPECT_EQ(l.sequence_parallel, mode.sequence_parallel) << id;
+      EXPECT_EQ(p.training.seq, 2048) << id;
+      EXPECT_EQ(p.training.micro_batch, m.micro_batch) << id;
+      EXPECT_EQ(p.training.global_batch, m.global_batch) << id;
+      EXPECT_EQ(p.model.vocab, 51200) << id;
+      EXPECT_EQ(p.device.capacity, 80 * headroom::gib) << id;
+    }
+}
+
+// Narayanan et al. (arXiv 2104.04473) Table 2: the 530B model under ZeRO-3 without model parallelism did not
+// fit on 560 GPUs at micro-batch 4 (the caption); 640 GPUs at batch 2560 ran.
+TEST(Validation, NarayananZero3RowsCarryTable2) {
+  const nlohmann::json pack = read_json_file(default_validation_pack());
+  const struct {
+    const char* id;
+    int gpus, micro_batch, global_batch;
+    const char* kind;
+  } rows[] = {{"narayanan ZeRO-3 529.6B on 560 A100 80GB, micro-batch 4: OOM", 560, 4, 2240, "oom"},
+              {"narayanan ZeRO-3 529.6B on 640 A100 80GB, micro-batch 4: fits", 640, 4, 2560, "trained"},
+              {"narayanan ZeRO-3 529.6B on 1120 A100 80GB, micro-batch 2: fits", 1120, 2, 2240, "trained"},
+              {"narayanan ZeRO-3 529.6B on 2240 A100 80GB, micro-batch 1: fits", 2240, 1, 2240, "trained"},
+              {"narayanan ZeRO-3 174.6B on 384 A100 80GB, micro-batch 4: fits", 384, 4, 1536, "trained"}};
+  for (const auto& x : rows) {
+    const nlohmann::json r = shipped_row(pack, x.id);
+    ASSERT_FALSE(r.is_null()) << x.id;
+    EXPECT_EQ(r["kind"], x.kind) << x.id;
+    const layout l = layout_from_json(r["layout"], "l");
+    const problem p = problem_from_json(r["problem"], "p");
+    EXPECT_EQ(l.gpus, x.gpus) << x.id;
+    EXPECT_EQ(l.dp(), x.gpus) << x.id;  // "without model parallelism"
+    EXPECT_EQ(l.zero, 3) << x.id;
+    EXPECT_EQ(p.training.micro_batch, x.micro_batch) << x.id;
+    EXPECT_EQ(p.training.global_batch, x.global_batch) << x.id;
+  }
 }
 
 TEST(Validation, AContradictionDisagreesAndSaysWhy) {
@@ -83,7 +194,8 @@ TEST(Validation, AContradictionDisagreesAndSaysWhy) {
 }
 
 TEST(Validation, AMalformedPackOrRowIsBadInputNamingIt) {
-  EXPECT_NE(refusal({{"schema", "other"}, {"rows", nlohmann::json::array()}}).find("not a headroom.validation document"),
+  EXPECT_NE(refusal({{"schema", "other"}, {"rows", nlohmann::json::array()}})
+                .find("not a headroom.validation document"),
             std::string::npos);
   EXPECT_NE(refusal({{"schema", "headroom.validation/1"}, {"rows", nlohmann::json::array()}})
                 .find("no longer read"),

@@ -1,0 +1,145 @@
+// launch_options.cpp: merging imported launches into the plan options (see launch_options.hpp).
+#include "launch_options.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "planner/errors.hpp"
+#include "planner/imports/deepspeed_config.hpp"
+#include "planner/imports/megatron_args.hpp"
+#include "planner/imports/torchtitan_config.hpp"
+#include "planner/model_files.hpp"
+
+namespace headroom::cli {
+
+namespace {
+
+// Sets `target` from an imported value unless the option `flag` was given on the command line; records it.
+template <class T, class U>
+void take(plan_options& o, const char* flag, T& target, const std::optional<U>& value) {
+  if (!value || given(o, flag)) return;
+  target = static_cast<T>(*value);
+  o.imported.emplace_back(flag);
+}
+
+void merge(plan_options& o, const launch_import& imp) {
+  if (imp.model && o.preset.empty() && o.model_file.empty() && o.hf_config.empty() && !o.inline_model)
+    o.inline_model = *imp.model;
+  take(o, "--recipe", o.recipe, imp.recipe);
+  take(o, "--tp", o.tp, imp.tp);
+  take(o, "--pp", o.pp, imp.pp);
+  take(o, "--cp", o.cp, imp.cp);
+  take(o, "--vpp", o.vpp, imp.vpp);
+  take(o, "--ep", o.ep, imp.ep);
+  take(o, "--etp", o.etp, imp.etp);
+  take(o, "--zero", o.zero, imp.zero);
+  take(o, "--dp-replicate", o.dp_replicate, imp.dp_replicate);
+  take(o, "--sequence-parallel", o.sequence_parallel, imp.sequence_parallel);
+  take(o, "--offload-optimizer", o.offload, imp.offload_optimizer);
+  take(o, "--reshard-after-forward", o.reshard_after_forward, imp.reshard_after_forward);
+  take(o, "--zero3-live-params", o.zero3_live_params, imp.zero3_live_params);
+  take(o, "--micro-batch", o.micro_batch, imp.micro_batch);
+  take(o, "--global-batch", o.global_batch, imp.global_batch);
+  take(o, "--dispatcher", o.dispatcher, imp.dispatcher);
+  take(o, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
+  if (imp.pad_to_capacity && !given(o, "--pad-to-capacity")) o.pad_to_capacity = true;
+  if (imp.seq && !given(o, "--seq")) {
+    o.seq = *imp.seq;
+    o.imported.emplace_back("--seq");
+  }
+  if (imp.recompute && !given(o, "--recompute")) {
+    o.recompute = to_string(*imp.recompute);
+    o.imported.emplace_back("--recompute");
+  }
+  if (!imp.recompute_modules.empty() && !given(o, "--recompute-modules")) {
+    o.recompute_modules = imp.recompute_modules;
+    o.imported.emplace_back("--recompute-modules");
+  }
+  if (imp.split && !given(o, "--pp-layout") && !given(o, "--first-stage-layers") && !given(o, "--last-stage-layers")) {
+    o.pp_layout = imp.split->layers;
+    // A Megatron layout string gives pp x vpp virtual stages (stage v is chunk v / pp of rank v % pp): the
+    // planner's split counts each rank's layers.
+    const std::size_t pp = static_cast<std::size_t>(std::max(1, o.pp));
+    if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0) {
+      std::vector<std::int64_t> per_rank(pp, 0);
+      for (std::size_t v = 0; v < o.pp_layout.size(); ++v) per_rank[v % pp] += o.pp_layout[v];
+      o.pp_layout = per_rank;
+    }
+    o.first_stage_layers = imp.split->first_stage;
+    o.last_stage_layers = imp.split->last_stage;
+    o.embedding_as_layer = imp.split->embedding_as_layer;
+    o.loss_as_layer = imp.split->loss_as_layer;
+    o.imported.emplace_back("--pp-layout");
+  }
+  if (imp.reduce_bucket) o.reduce_bucket = *imp.reduce_bucket;
+  if (imp.zero3_prefetch_bucket) o.prefetch_bucket = *imp.zero3_prefetch_bucket;
+  // The world size: stated, or dp x tp x pp x cp when the launch states dp.
+  if (!given(o, "--gpus")) {
+    if (imp.gpus) {
+      o.gpus = *imp.gpus;
+      o.imported.emplace_back("--gpus");
+    } else if (imp.dp) {
+      o.gpus = *imp.dp * o.tp * o.pp * o.cp;
+      o.imported.emplace_back("--gpus");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<launch_import> apply_imports(plan_options& o) {
+  std::vector<launch_import> imports;
+  if (!o.megatron_args.empty()) imports.push_back(load_megatron_args(o.megatron_args));
+  // DeepSpeed's "auto" values need the hidden size: from the model the command line names.
+  if (!o.deepspeed_config.empty() || !o.torchtitan_config.empty()) {
+    std::optional<std::int64_t> hidden;
+    if (!o.preset.empty()) hidden = load_preset(o.preset, preset_dir()).hidden;
+    else if (!o.model_file.empty()) hidden = load_model_file(o.model_file).hidden;
+    else if (!o.hf_config.empty()) hidden = load_hf_config(o.hf_config).hidden;
+    else if (!imports.empty() && imports.front().model) hidden = imports.front().model->hidden;
+    const std::optional<int> world = given(o, "--gpus") ? o.gpus : std::nullopt;
+    hf_trainer_args trainer;  // what fills DeepSpeed's batch "auto" values, as the HF Trainer would
+    if (given(o, "--micro-batch")) trainer.per_device_train_batch_size = o.micro_batch;
+    if (!o.deepspeed_config.empty())
+      imports.push_back(load_deepspeed_config(o.deepspeed_config, hidden, world, trainer));
+    if (!o.torchtitan_config.empty())
+      imports.push_back(load_torchtitan_config(o.torchtitan_config, o.torchtitan_overrides, world));
+  } else if (!o.torchtitan_overrides.empty()) {
+    throw bad_input("torchtitan-override", "applies to --torchtitan-config");
+  }
+  for (const auto& imp : imports) {
+    if (!imp.unmodelled.empty() && !o.allow_unmodelled) {
+      std::string list;
+      for (std::size_t i = 0; i < imp.unmodelled.size() && i < 3; ++i)
+        list += (i ? "; " : "") + imp.unmodelled[i];
+      if (imp.unmodelled.size() > 3) list += "; and " + std::to_string(imp.unmodelled.size() - 3) + " more";
+      throw bad_input(imp.origin, "sets what changes memory and is not modelled (" + list +
+                                      "): refused rather than priced without it; --allow-unmodelled plans anyway");
+    }
+    if (imp.fp8 && !o.allow_unmodelled)
+      throw bad_input(imp.origin, "asks for FP8 training (" + *imp.fp8 +
+                                      "), which this version does not model: --allow-unmodelled plans it as bf16");
+    if (imp.offload_params.value_or(false) && !o.allow_unmodelled)
+      throw bad_input(imp.origin, "offloads parameters, which this version does not model: --allow-unmodelled "
+                                  "plans them on the GPU");
+    merge(o, imp);
+  }
+  return imports;
+}
+
+std::string explain_imports(const std::vector<launch_import>& imports) {
+  std::ostringstream out;
+  for (const auto& imp : imports) {
+    out << "Imported " << imp.origin << ":\n";
+    for (const auto& n : imp.derived) out << "  " << n.field << " = " << n.value << "   (" << n.why << ")\n";
+    if (!imp.unused.empty()) {
+      out << "  read, no effect on memory:";
+      for (const auto& u : imp.unused) out << " " << u;
+      out << "\n";
+    }
+    for (const auto& u : imp.unmodelled) out << "  NOT MODELLED (allowed by --allow-unmodelled): " << u << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace headroom::cli

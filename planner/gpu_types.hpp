@@ -1,0 +1,28 @@
+// gpu_types.hpp: GPUs by name (--gpu-type): the capacity a training process sees (what cudaMemGetInfo /
+// nvidia-smi report as total, below the marketing size), the dense bf16 rate and the link speeds the ranking
+// uses, each with its source. Explicit flags (--gpu-mem, --tflops, --intra-node-gbs, --inter-node-gbs)
+// override a type's figures.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace headroom {
+
+struct gpu_type {
+  const char* name;          // "h100-80gb"
+  std::int64_t capacity;     // bytes: the total the driver reports
+  double tflops;             // dense bf16 TFLOP/s (no sparsity)
+  double intra_node_gbs;     // GB/s per GPU inside a node (NVLink / Infinity Fabric, one direction)
+  double inter_node_gbs;     // GB/s per GPU across nodes (one 400 Gb/s NIC per GPU = 50 GB/s)
+  int gpus_per_node;
+  const char* source;        // where the capacity comes from, and whether it was measured
+};
+
+// Returns every known GPU type, in the order `headroom gpus` lists them.
+std::span<const gpu_type> gpu_types();
+// Returns the GPU type called `name`; throws bad_input naming the closest known names.
+const gpu_type& find_gpu_type(const std::string& name);
+
+}  // namespace headroom

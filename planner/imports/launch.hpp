@@ -1,0 +1,48 @@
+// launch.hpp: one launch as an importer reads it (a Megatron-LM command line, a DeepSpeed JSON config, a
+// torchtitan TOML job file). Each importer fills what its source states, records what it derived and every
+// default it filled (printed by --explain), the keys it read but that do not change memory, and the keys that
+// change memory and are not modelled (refused by the CLI unless --allow-unmodelled). The CLI turns a
+// launch_import into the one canonical problem + layout (explicit command-line flags win over it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/layout.hpp"
+#include "planner/model_spec.hpp"
+
+namespace headroom {
+
+// One line of what an importer derived or filled: the field set, its value, and the rule or default that
+// gave it ("ffn_hidden", "14336", "Megatron's SwiGLU rule: floor(8h/3 / 64) * 64").
+struct import_note {
+  std::string field;
+  std::string value;
+  std::string why;
+};
+
+struct launch_import {
+  std::string origin;               // the file or "megatron arguments"
+  std::optional<model_spec> model;  // when the launch states the model's shape (Megatron arguments)
+  std::optional<std::string> recipe;  // a built-in recipe name (recipe.hpp), when the launch implies one
+  std::optional<std::string> fp8;     // "delayed", "current", "blockwise", "mxfp8" (FP8 training requested)
+  // Layout pieces the launch states (unset: not stated; the CLI's flags or defaults apply).
+  std::optional<int> gpus, tp, pp, cp, vpp, ep, etp, dp, zero, dp_replicate;
+  std::optional<recompute_mode> recompute;
+  std::vector<std::string> recompute_modules;  // Megatron's --recompute-modules, as named there
+  std::optional<bool> sequence_parallel, offload_optimizer, offload_params, reshard_after_forward;
+  std::optional<std::int64_t> zero3_live_params;  // DeepSpeed stage3_max_live_parameters (elements)
+  std::optional<std::int64_t> zero3_prefetch_bucket, reduce_bucket, allgather_bucket;  // elements
+  std::optional<std::int64_t> seq, micro_batch, global_batch;
+  std::optional<pipeline_split> split;
+  std::optional<std::string> dispatcher;   // MoE token dispatcher: "alltoall", "allgather", "flex"
+  std::optional<double> capacity_factor;   // MoE expert capacity factor (with padding: padded rows)
+  bool pad_to_capacity = false;
+  std::vector<import_note> derived;      // every value derived or defaulted, for --explain
+  std::vector<std::string> unused;       // keys read that do not change memory (listed, not refused)
+  std::vector<std::string> unmodelled;   // keys that change memory and are not modelled: "key: why"
+};
+
+}  // namespace headroom

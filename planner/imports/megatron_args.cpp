@@ -1,0 +1,243 @@
+// megatron_args.cpp: the Megatron-LM launch importer (megatron_args.hpp). The launch text becomes argument
+// words (megatron_text.cpp), the words become flags (classified by megatron_flags.cpp), and the readers
+// below fill a launch_import, applying Megatron's defaults where a flag is absent. Sources are
+// NVIDIA/Megatron-LM @ d98e8a64 unless named otherwise.
+#include "planner/imports/megatron_args.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "planner/errors.hpp"
+#include "planner/format.hpp"
+#include "planner/imports/megatron_args_detail.hpp"
+#include "planner/imports/megatron_flags.hpp"
+#include "planner/imports/megatron_text.hpp"
+#include "planner/model_files.hpp"
+
+namespace headroom {
+namespace detail {
+
+megatron_reader::megatron_reader(const launch_text& t, const std::string& origin)
+    : m_text(t), m_origin(origin) {
+  m_out.origin = origin;
+  std::string current;
+  for (const auto& w : t.args) {
+    if (w.text.starts_with("--") && w.text.size() > 2) {
+      const std::size_t eq = w.text.find('=');
+      current = w.text.substr(0, eq);
+      m_flags[current] = {};  // argparse: the last occurrence wins
+      if (eq != std::string::npos) m_flags[current].push_back({w.text.substr(eq + 1), w.unresolved});
+    } else if (!current.empty()) {
+      m_flags[current].push_back(w);
+    } else {
+      m_out.unmodelled.push_back(printable(w.text, 60) + ": a word before the first flag; not read");
+    }
+  }
+  for (const auto& n : t.notes) derive("script", "note", n);
+}
+
+void megatron_reader::classify() {
+  for (const auto& entry : m_flags) {
+    const std::string& name = entry.first;
+    const std::vector<shell_word>& values = entry.second;
+    const megatron_flag* f = find_megatron_flag(name);
+    if (!f) {
+      m_out.unmodelled.push_back(printable(name, 80) + ": unknown flag, may change memory");
+      continue;
+    }
+    if (f->role == flag_role::unused) m_out.unused.push_back(name);
+    if (f->role == flag_role::unmodelled) m_out.unmodelled.push_back(name + ": " + f->why);
+    if (f->role != flag_role::read) continue;
+    const auto shown = [&] {
+      std::string s;
+      for (const auto& v : values) s += (s.empty() ? "'" : ", '") + printable(v.text, 40) + "'";
+      return s;
+    };
+    if (f->arity == flag_arity::none && !values.empty())
+      throw bad_input(name, "takes no value, got " + shown());
+    if (f->arity != flag_arity::none && values.empty()) throw bad_input(name, "is missing its value");
+    if (f->arity == flag_arity::one && values.size() > 1)
+      throw bad_input(name, "takes one value, got " + std::to_string(values.size()) + ": " + shown());
+  }
+}
+
+bool megatron_reader::has(const char* f) const {
+  return m_flags.count(f) > 0;
+}
+
+const shell_word* megatron_reader::word(const char* f) const {
+  const auto it = m_flags.find(f);
+  if (it == m_flags.end() || it->second.empty()) return nullptr;
+  const shell_word& w = it->second[0];
+  if (!w.unresolved.empty()) {
+    const std::string& v = w.unresolved[0];
+    throw bad_input(f, "its value '" + printable(w.text, 60) + "' refers to " +
+                           (v.starts_with("$") ? v : "$" + v) + ", which nothing in the text sets");
+  }
+  return &w;
+}
+
+std::optional<std::string> megatron_reader::str(const char* f) const {
+  const shell_word* w = word(f);
+  if (!w) return std::nullopt;
+  return w->text;
+}
+
+std::optional<std::int64_t> megatron_reader::integer(const char* f, std::int64_t lo, std::int64_t hi) const {
+  const auto s = str(f);
+  if (!s) return std::nullopt;
+  std::int64_t v = 0;
+  const auto r = std::from_chars(s->data(), s->data() + s->size(), v);
+  if (r.ec == std::errc::result_out_of_range)
+    throw bad_input(f, "'" + printable(*s, 40) + "' is out of range");
+  if (r.ec != std::errc() || r.ptr != s->data() + s->size())
+    throw bad_input(f, "needs an integer, got '" + printable(*s, 40) + "'");
+  if (v < lo || v > hi)
+    throw bad_input(f, std::to_string(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+std::optional<double> megatron_reader::number(const char* f) const {
+  const auto s = str(f);
+  if (!s) return std::nullopt;
+  double v = 0;
+  const auto r = std::from_chars(s->data(), s->data() + s->size(), v);
+  if (r.ec != std::errc() || r.ptr != s->data() + s->size() || !std::isfinite(v) || v < 0)
+    throw bad_input(f, "needs a non-negative number, got '" + printable(*s, 40) + "'");
+  return v;
+}
+
+std::optional<std::string> megatron_reader::choice(const char* f,
+                                                   std::initializer_list<const char*> names) const {
+  const auto s = str(f);
+  if (!s) return std::nullopt;
+  std::string all;
+  for (const char* n : names) {
+    if (*s == n) return s;
+    all += (all.empty() ? "" : ", ") + std::string(n);
+  }
+  throw bad_input(f, "'" + printable(*s, 40) + "' is not one of " + all);
+}
+
+void megatron_reader::derive(const std::string& field, const std::string& value, const std::string& why) {
+  m_out.derived.push_back({field, value, why});
+}
+
+void megatron_reader::unmodelled(const std::string& flag, const std::string& why) {
+  m_out.unmodelled.push_back(flag + ": " + why);
+}
+
+launch_import megatron_reader::run() {
+  classify();
+  read_parallel();
+  read_model();
+  read_split();
+  read_precision();
+  read_recompute();
+  read_world();
+  return std::move(m_out);
+}
+
+void megatron_reader::read_parallel() {
+  constexpr std::int64_t big = 1'000'000;
+  auto set = [&](std::optional<int>& field, const char* f) {
+    if (const auto v = integer(f, 1, big)) field = static_cast<int>(*v);
+  };
+  set(m_out.tp, "--tensor-model-parallel-size");
+  set(m_out.pp, "--pipeline-model-parallel-size");
+  set(m_out.cp, "--context-parallel-size");
+  set(m_out.ep, "--expert-model-parallel-size");
+  set(m_out.etp, "--expert-tensor-parallel-size");
+  if (!m_out.etp && m_out.tp && has("--num-experts")) {
+    m_out.etp = m_out.tp;
+    derive("etp", std::to_string(*m_out.tp),
+           "expert TP = TP when --expert-tensor-parallel-size is absent "
+           "(transformer_config.py l.587-588)");
+  }
+  m_out.sequence_parallel = has("--sequence-parallel");
+  if (!has("--sequence-parallel"))
+    derive("sequence_parallel", "false", "--sequence-parallel absent: Megatron runs without it");
+  m_out.micro_batch = integer("--micro-batch-size", 1, big);
+  m_out.global_batch = integer("--global-batch-size", 1, std::int64_t{1} << 40);
+  m_out.seq = integer("--seq-length", 1, std::int64_t{1} << 30);
+  if (m_out.seq && m_out.cp && *m_out.cp > 1 && *m_out.seq % (2 * *m_out.cp) != 0)
+    throw bad_input("--seq-length", std::to_string(*m_out.seq) +
+                                        " is not a multiple of 2 x --context-parallel-size " +
+                                        "(arguments.py l.1335-1338)");
+  if (const auto backend = str("--attention-backend")) {
+    const bool eager = *backend == "unfused" || *backend == "local";
+    derive("attention", eager ? "eager" : "flash", "--attention-backend " + printable(*backend, 20));
+  } else if (has("--use-flash-attn")) {
+    derive("attention", "flash", "--use-flash-attn");
+  }
+}
+
+// Returns the tokenizer's vocabulary before padding, from the tokenizers whose size is public, or nullopt.
+std::optional<std::int64_t> megatron_reader::known_vocab(std::string* why) const {
+  std::optional<std::string> type = has("--tokenizer-type") ? str("--tokenizer-type") : std::nullopt;
+  if (!type && has("--vocab-file") && has("--merge-file"))
+    type = "GPT2BPETokenizer";  // GPT-3 example's files
+  if (!type) return std::nullopt;
+  *why = "tokenizer " + *type;
+  if (*type == "GPT2BPETokenizer")
+    return 50257;  // GPT-2's BPE: 50,257 tokens (HF gpt2 config.json vocab_size)
+  if (*type == "Llama2Tokenizer") return 32000;  // Llama 2 / Mistral SentencePiece: 32,000 pieces
+  if (*type != "HuggingFaceTokenizer" || !has("--tokenizer-model")) return std::nullopt;
+  const shell_word* w =
+      m_flags.at("--tokenizer-model").empty() ? nullptr : &m_flags.at("--tokenizer-model")[0];
+  if (!w || !w->unresolved.empty()) return std::nullopt;
+  // The released checkpoints' config.json vocab_size, which ModelZoo's --make-vocab-size-divisible-by
+  // (3232, 1187) reproduces exactly (reference notes, section 2 and 3a).
+  static const std::map<std::string, std::int64_t> hf{
+      {"deepseek-ai/DeepSeek-V3", 129280},      {"unsloth/DeepSeek-V3", 129280},
+      {"deepseek-ai/DeepSeek-V3-Base", 129280}, {"Qwen/Qwen3-235B-A22B", 151936},
+      {"Qwen/Qwen3-30B-A3B", 151936},           {"mistralai/Mixtral-8x7B-v0.1", 32000}};
+  const auto it = hf.find(w->text);
+  if (it == hf.end()) return std::nullopt;
+  *why = "vocab_size of " + w->text + "'s config.json";
+  return it->second;
+}
+
+std::int64_t megatron_reader::read_vocab() {
+  if (const auto padded = integer("--padded-vocab-size", 1, 100'000'000)) {
+    derive("vocab", std::to_string(*padded), "--padded-vocab-size");
+    return *padded;
+  }
+  std::string why = "--vocab-size";
+  std::optional<std::int64_t> v = integer("--vocab-size", 1, 100'000'000);
+  if (!v) v = known_vocab(&why);
+  if (!v)
+    throw bad_input("--vocab-size",
+                    "the vocabulary size is not stated and the tokenizer is not one headroom knows; "
+                    "add --vocab-size N or --padded-vocab-size N");
+  const std::int64_t div = integer("--make-vocab-size-divisible-by", 1, 1'000'000).value_or(128);
+  const std::int64_t multiple = div * m_out.tp.value_or(1);
+  const std::int64_t padded = (*v + multiple - 1) / multiple * multiple;
+  derive("vocab", std::to_string(padded),
+         why + " " + std::to_string(*v) + " padded to a multiple of make-vocab-size-divisible-by (" +
+             std::to_string(div) + ") x TP (build_tokenizer.py l.133-146)");
+  return padded;
+}
+
+}  // namespace detail
+
+launch_import import_megatron_args(const std::string& text, const std::string& origin,
+                                   const std::map<std::string, std::string>& env) {
+  const auto t = detail::read_launch_text(text, origin, env);
+  return detail::megatron_reader(t, origin).run();
+}
+
+launch_import load_megatron_args(const std::string& file_or_string,
+                                 const std::map<std::string, std::string>& env) {
+  std::error_code ec;
+  if (!file_or_string.empty() && file_or_string.size() < 4096 &&
+      file_or_string.find('\n') == std::string::npos && std::filesystem::is_regular_file(file_or_string, ec))
+    return import_megatron_args(
+        read_regular_file(file_or_string, std::uintmax_t{4} << 20, "a Megatron launch file"), file_or_string,
+        env);
+  return import_megatron_args(file_or_string, "megatron arguments", env);
+}
+
+}  // namespace headroom

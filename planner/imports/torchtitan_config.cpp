@@ -1,0 +1,562 @@
+// torchtitan_config.cpp: reads a torchtitan TOML job file into a launch_import (torchtitan_config.hpp).
+// Field names, defaults and rules are torchtitan's torchtitan/config/job_config.py @ 238fa995 (2026-02-23,
+// the last commit with TOML job files) unless a comment names another file. The TOML is read as JSON
+// (config_file.hpp), so the typed field readers of planner/json_fields.hpp apply.
+#include "planner/imports/torchtitan_config.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "planner/errors.hpp"
+#include "planner/imports/config_file.hpp"
+#include "planner/json_fields.hpp"
+#include "planner/model_files.hpp"
+
+namespace headroom {
+
+namespace {
+
+using detail::key_rule;
+using detail::key_use;
+using nlohmann::json;
+constexpr auto R = key_use::read;
+constexpr auto U = key_use::unused;
+constexpr auto X = key_use::unmodelled;
+
+// The key table of each section (job_config.py l.17-1024). Nested tables are keys of their section.
+struct section_rules {
+  const char* name;
+  std::vector<key_rule> keys;
+};
+
+const std::vector<section_rules>& sections() {
+  // One row per key would make the table several screens long: rows are packed by hand.
+  // clang-format off
+  static const std::vector<section_rules> t = {
+      {"job", {{"config_file", U}, {"dump_folder", U}, {"description", U}, {"print_config", U},
+      {"save_config_file", U}, {"custom_config_module", U}, {"use_for_integration_test", U}}},
+      {"profiling", {{"enable_profiling", U}, {"save_traces_folder", U}, {"profile_freq", U},
+      {"profiler_active", U}, {"profiler_warmup", U}, {"enable_memory_snapshot", U},
+      {"save_memory_snapshot_folder", U}}},
+      {"metrics", {{"log_freq", U}, {"enable_tensorboard", U}, {"disable_color_printing", U},
+      {"save_tb_folder", U}, {"save_for_all_ranks", U}, {"enable_wandb", U}, {"rank_0_only", U}}},
+      {"model", {{"name", R}, {"flavor", R}, {"converters", R}, {"hf_assets_path", U}, {"tokenizer_path", U},
+      {"print_after_conversion", U}}},
+      {"optimizer", {{"name", R}, {"lr", U}, {"eps", U}, {"weight_decay", U}, {"beta1", U}, {"beta2", U},
+      {"implementation", U},
+      {"early_step_in_backward", X, "steps the optimizer per parameter in backward, freeing gradients"}}},
+      {"lr_scheduler", {{"warmup_steps", U}, {"total_steps", U}, {"decay_ratio", U}, {"decay_type", U},
+      {"min_lr_factor", U}, {"lr_min", U}}},
+      {"training", {{"local_batch_size", R}, {"batch_size", R}, {"global_batch_size", R}, {"seq_len", R},
+      {"mixed_precision_param", R}, {"mixed_precision_reduce", R}, {"enable_cpu_offload", R}, {"dtype", R},
+      {"dataset", U}, {"dataset_path", U}, {"max_norm", U}, {"steps", U}, {"gc_freq", U}, {"gc_debug", U},
+      {"dataloader", U}, {"seed", U}, {"deterministic", U}, {"compile", U},
+      // compile and warmup_steps: spellings of 2025
+      {"warmup_steps", U}}},
+      {"parallelism", {{"data_parallel_replicate_degree", R}, {"data_parallel_shard_degree", R},
+      {"fsdp_reshard_after_forward", R}, {"tensor_parallel_degree", R}, {"pipeline_parallel_degree", R},
+      {"context_parallel_degree", R}, {"expert_parallel_degree", R}, {"expert_tensor_parallel_degree", R},
+      {"pipeline_parallel_schedule", R}, {"pipeline_parallel_microbatch_size", R},
+      {"pipeline_parallel_first_stage_less_layers", R}, {"pipeline_parallel_last_stage_less_layers", R},
+      {"pipeline_parallel_layers_per_stage", R}, {"module_fqns_per_model_part", R},
+      {"pipeline_parallel_split_points", R},
+      {"pipeline_parallel_schedule_csv", X, "a custom pipeline schedule from a file"},
+      {"disable_loss_parallel", X, "the loss gathers whole-vocabulary logits on every tensor-parallel rank"},
+      {"expert_parallel_comm_backend", R}, {"enable_async_tensor_parallel", U},
+      {"pipeline_parallel_expert_parallel_overlap", U}, {"context_parallel_load_balancer", U},
+      {"context_parallel_rotate_method", U}, {"enable_compiled_autograd", U}}},
+      {"activation_checkpoint", {{"mode", R}, {"selective_ac_option", R}, {"memory_budget", R},
+      {"per_op_sac_force_recompute_mm_shapes_by_fqns", U}, {"early_stop", U},
+      {"visualize_memory_budget_pareto", U}, {"preserve_rng_state", U}, {"determinism_check", U},
+      {"debug", U}}},
+      {"compile", {{"enable", U}, {"components", U}, {"backend", U}, {"model_backend_override", U}}},
+      {"quantize", {{"linear", R}, {"grouped_mm", R}}},
+      {"quantize.linear", {{"float8", R}, {"mx", R}}},
+      {"quantize.grouped_mm", {{"float8", R}, {"mx", R}}},
+      // [float8] and [mx] are the sections before torchtitan PR #1763 (2025-09-30) moved them under quantize.
+      {"float8", {{"enable_fsdp_float8_all_gather", R}, {"precompute_float8_dynamic_scale_for_fsdp", U},
+      {"recipe_name", R}, {"filter_fqns", U}, {"emulate", U}, {"moe_fqns_prototype", U},
+      {"force_recompute_fp8_weight_in_bwd", U}}},
+      {"quantize.linear.float8", {{"enable_fsdp_float8_all_gather", R},
+      {"precompute_float8_dynamic_scale_for_fsdp", U}, {"recipe_name", R}, {"filter_fqns", U}, {"emulate", U}}},
+      {"quantize.grouped_mm.float8", {{"fqns", U}}},
+      {"mx", {{"mxfp8_dim1_cast_kernel_choice", U}, {"recipe_name", U}, {"filter_fqns", U}}},
+      {"quantize.linear.mx", {{"mxfp8_dim1_cast_kernel_choice", U}, {"recipe_name", U}, {"filter_fqns", U}}},
+      {"quantize.grouped_mm.mx", {{"recipe_name", U}, {"fqns", U}}},
+      {"checkpoint", {{"enable", U}, {"enable_checkpoint", U}, {"enable_ft_dataloader_checkpoints", U},
+      {"folder", U}, {"interval", U}, {"interval_type", U}, {"initial_load_path", U},
+      {"initial_load_model_only", U}, {"initial_load_in_hf", U}, {"initial_load_in_hf_quantized", U},
+      {"last_save_model_only", U}, {"last_save_in_hf", U}, {"export_dtype", U}, {"async_mode", U},
+      {"keep_latest_k", U}, {"load_step", U}, {"exclude_from_loading", U}, {"enable_first_step_checkpoint", U},
+      {"create_seed_checkpoint", U}, {"load_only", U}, {"model_weights_only", U},
+      {"last_save_model_weights_only", U}}},
+      {"comm", {{"init_timeout_seconds", U}, {"train_timeout_seconds", U}, {"trace_buf_size", U},
+      {"save_traces_folder", U}, {"save_traces_file_prefix", U}, {"mode", U}}},
+      {"memory_estimation", {{"enable", U}, {"disable_fake_mode", U}}},
+      {"fault_tolerance", {{"enable", U}, {"process_group", U}, {"process_group_timeout_ms", U},
+      {"replica_id", U}, {"group_size", U}, {"min_replica_size", U}, {"sync_steps", U}, {"should_quantize", U},
+      {"fragment_sync_delay", U}, {"fragment_update_alpha", U},
+      {"semi_sync_method", X, "DiLoCo / local SGD keep an outer copy of the model"}}},
+      {"experimental", {{"custom_import", X, "imports user code that may register another model or trainer"},
+      {"custom_args_module", X, "imports user code that may add memory-changing options"},
+      // where torchtitan kept these before moving them to [parallelism] (2024): not read here
+      {"context_parallel_degree", X, "an older place of this degree, not read: use [parallelism]"},
+      {"pipeline_parallel_degree", X, "an older place of this degree, not read: use [parallelism]"},
+      {"pipeline_parallel_schedule", X, "an older place of this setting, not read: use [parallelism]"},
+      {"enable_async_tensor_parallel", U}}},
+      {"validation", {{"enable", U}, {"dataset", U}, {"dataset_path", U}, {"local_batch_size", U},
+      {"seq_len", U}, {"freq", U}, {"steps", U}, {"dataloader", U}}},
+      {"debug", {{"seed", U}, {"deterministic", U}, {"deterministic_warn_only", U},
+      {"moe_force_load_balance", U}}}};
+  // clang-format on
+  return t;
+}
+
+const section_rules* find_section(const std::string& name) {
+  for (const auto& s : sections())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+// Applies one command-line override "section.key=value" (torchtitan's CLI: --parallelism.tensor_parallel_degree 4).
+void apply_override(json& root, const std::string& raw) {
+  std::string s = raw.rfind("--", 0) == 0 ? raw.substr(2) : raw;
+  const auto eq = s.find('=');
+  if (eq == std::string::npos)
+    throw bad_input("override '" + shown_name(raw) + "'", "expected section.key=value");
+  const std::string path = s.substr(0, eq), value = s.substr(eq + 1);
+  const auto dot = path.rfind('.');
+  const std::string section = dot == std::string::npos ? "" : path.substr(0, dot);
+  const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+  const section_rules* rules = find_section(section);
+  std::vector<std::string> known;
+  for (const auto& sec : sections())
+    for (const auto& k : sec.keys) known.push_back(std::string(sec.name) + "." + k.key);
+  const bool ok = rules && std::any_of(rules->keys.begin(), rules->keys.end(),
+                                       [&](const key_rule& r) { return key == r.key; });
+  if (!ok) {
+    const std::string near = detail::closest_name(path, known);
+    throw bad_input("override '" + shown_name(path) + "'",
+                    "unknown key" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+  }
+  const json v = detail::toml_value_to_json(value);  // a bare word is a string: --model.name llama3
+  json* node = &root;
+  for (std::size_t from = 0;;) {  // walk or create the section's tables
+    const auto next = section.find('.', from);
+    const std::string part =
+        section.substr(from, next == std::string::npos ? std::string::npos : next - from);
+    if (!node->contains(part) || !(*node)[part].is_object()) (*node)[part] = json::object();
+    node = &(*node)[part];
+    if (next == std::string::npos) break;
+    from = next + 1;
+  }
+  (*node)[key] = v;
+}
+
+// Sorts every key of the file: sections by their tables, nested sections recursively.
+void classify_all(const json& root, launch_import& imp) {
+  std::vector<std::string> names;
+  for (const auto& s : sections())
+    if (std::string(s.name).find('.') == std::string::npos) names.emplace_back(s.name);
+  std::vector<key_rule> top;
+  for (const auto& n : names) top.push_back({find_section(n)->name, R});
+  detail::classify_keys(root, top, "", imp);
+  for (const auto& s : sections()) {
+    const json* node = &root;
+    std::string name = s.name;
+    for (std::size_t from = 0; node && from <= name.size();) {
+      const auto next = name.find('.', from);
+      const std::string part = name.substr(from, next == std::string::npos ? std::string::npos : next - from);
+      auto it = node->find(part);
+      node = it != node->end() && it->is_object() ? &*it : nullptr;
+      if (next == std::string::npos) break;
+      from = next + 1;
+    }
+    if (node) detail::classify_keys(*node, s.keys, s.name, imp);
+  }
+}
+
+const json& section_of(const json& root, const char* name) {
+  static const json empty = json::object();
+  auto it = root.find(name);
+  if (it == root.end()) return empty;
+  if (!it->is_object()) throw bad_input(name, "must be a table ([" + std::string(name) + "])");
+  return *it;
+}
+
+}  // namespace
+}  // namespace headroom
+
+namespace headroom {
+namespace {
+
+std::int64_t opt_int(const json& sec, const char* key, const char* where, std::int64_t dflt, std::int64_t lo,
+                     std::int64_t hi) {
+  return detail::opt_int_field(sec, key, where, lo, hi).value_or(dflt);
+}
+
+std::string opt_str(const json& sec, const char* key, const char* where, const char* dflt) {
+  return detail::opt_string_field(sec, key, where).value_or(dflt);
+}
+
+constexpr std::int64_t max_degree = 1'000'000;
+
+struct degrees {
+  std::int64_t replicate = 1, shard = -1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 1;
+};
+
+// [parallelism]: the mesh is dp_replicate x dp_shard x cp x tp x pp = world, dp_shard = -1 taking the rest
+// (job_config.py l.311-335; torchtitan/distributed/parallel_dims.py). Experts borrow their ranks from the
+// others, so ep and etp do not enter the product; etp is 1 or tp (job_config.py l.454-472).
+degrees read_degrees(const json& p, std::optional<int> world, launch_import& imp) {
+  const char* w = "parallelism";
+  degrees d;
+  d.replicate = opt_int(p, "data_parallel_replicate_degree", w, 1, 1, max_degree);
+  d.shard = opt_int(p, "data_parallel_shard_degree", w, -1, -1, max_degree);
+  if (d.shard == 0) throw bad_input("parallelism.data_parallel_shard_degree", "must be -1 or at least 1");
+  d.tp = opt_int(p, "tensor_parallel_degree", w, 1, 1, max_degree);
+  d.pp = opt_int(p, "pipeline_parallel_degree", w, 1, 1, max_degree);
+  d.cp = opt_int(p, "context_parallel_degree", w, 1, 1, max_degree);
+  d.ep = opt_int(p, "expert_parallel_degree", w, 1, 1, max_degree);
+  d.etp = opt_int(p, "expert_tensor_parallel_degree", w, 1, 1, max_degree);
+  if (d.etp != 1 && d.etp != d.tp)
+    throw bad_input("parallelism.expert_tensor_parallel_degree",
+                    "must be 1 or the tensor-parallel degree (" + std::to_string(d.tp) + ")");
+  const std::int64_t others =
+      detail::checked_mul(detail::checked_mul(d.replicate, d.tp, "parallelism"),
+                          detail::checked_mul(d.pp, d.cp, "parallelism"), "parallelism");
+  if (d.shard == -1 && world) {
+    if (*world % others != 0)
+      throw bad_input("parallelism",
+                      std::to_string(*world) +
+                          " GPUs are not a multiple of replicate x tp x pp x cp = " + std::to_string(others));
+    d.shard = *world / others;
+    imp.derived.push_back({"data_parallel_shard_degree", std::to_string(d.shard),
+                           "-1: the GPUs left after replicate x tp x pp x cp (job_config.py l.324-334)"});
+  } else if (d.shard > 0) {
+    const std::int64_t total = detail::checked_mul(others, d.shard, "parallelism");
+    if (world && total != *world)
+      throw bad_input("parallelism", "the degrees multiply to " + std::to_string(total) + ", not the " +
+                                         std::to_string(*world) + " GPUs");
+    if (total > max_degree)
+      throw bad_input("parallelism", "the degrees multiply to more than a million GPUs");
+    imp.gpus = static_cast<int>(total);
+  }
+  imp.tp = static_cast<int>(d.tp);
+  imp.pp = static_cast<int>(d.pp);
+  imp.cp = static_cast<int>(d.cp);
+  imp.ep = static_cast<int>(d.ep);
+  imp.etp = static_cast<int>(d.etp);
+  imp.dp_replicate = static_cast<int>(d.replicate);
+  if (d.shard > 0)
+    imp.dp = static_cast<int>(d.replicate * d.shard);
+  else
+    imp.derived.push_back(
+        {"data_parallel_shard_degree", "-1", "the rest of the GPUs; set when the GPU count is known"});
+  imp.sequence_parallel = d.tp > 1;  // torchtitan's TP plans shard norms and dropout over the sequence
+  // FSDP2 is applied when data_parallel_shard_degree > 1 or context_parallel_degree > 1 (job_config.py
+  // l.282-288): parameters, gradients and optimizer state shard over dp_shard x cp, ZeRO-3-like.
+  const bool fsdp = d.shard != 1 || d.cp > 1;
+  imp.zero = fsdp ? 3 : 0;
+  return d;
+}
+
+// fsdp_reshard_after_forward (llama3/infra/parallelize.py @ 238fa995 l.319-356): "always" reshards, "never"
+// keeps every gathered block until its backward, "default" reshards except under PP (not to gather again
+// per micro-batch). Under "default" one piece stays gathered anyway: the last transformer block before
+// torchtitan PR #1094 (2025-07-28), the final norm and output projection after it.
+void read_reshard(const json& p, const degrees& d, launch_import& imp) {
+  const std::string policy = opt_str(p, "fsdp_reshard_after_forward", "parallelism", "default");
+  if (policy != "default" && policy != "always" && policy != "never")
+    throw bad_input("parallelism.fsdp_reshard_after_forward", "must be \"default\", \"always\" or \"never\"");
+  if (imp.zero != 3) return;
+  imp.reshard_after_forward = policy == "always" || (policy == "default" && d.pp == 1);
+  imp.derived.push_back(
+      {"reshard_after_forward", *imp.reshard_after_forward ? "true" : "false",
+       "fsdp_reshard_after_forward \"" + policy + "\"" +
+           (policy == "default" ? std::string(d.pp == 1 ? " without PP" : " with PP: never") +
+                                      "; the last block (or, since torchtitan #1094, the final "
+                                      "norm and output) is not resharded"
+                                : "")});
+}
+
+// Pipeline schedule and split: looped schedules put two stages on each rank unless
+// pipeline_parallel_layers_per_stage says otherwise (distributed/pipeline_parallel.py @ 238fa995 l.58-115);
+// the first and last stage count the embedding and the output as one layer each by default
+// (pipeline_parallel_first/last_stage_less_layers = 1).
+void read_pipeline(const json& p, const degrees& d, launch_import& imp) {
+  const char* w = "parallelism";
+  std::string sched = opt_str(p, "pipeline_parallel_schedule", w, "1F1B");
+  const std::int64_t mbs = opt_int(p, "pipeline_parallel_microbatch_size", w, 1, 1, std::int64_t{1} << 30);
+  if (d.pp == 1) {
+    for (const char* k : {"pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
+                          "pipeline_parallel_first_stage_less_layers",
+                          "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_layers_per_stage",
+                          "module_fqns_per_model_part", "pipeline_parallel_split_points"})
+      if (p.contains(k)) imp.unused.push_back(std::string("parallelism.") + k + " (no pipeline)");
+    return;
+  }
+  std::string lower = sched;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const bool looped = lower == "interleaved1f1b" || lower == "loopedbfs" ||
+                      lower == "interleavedzerobubble" || lower == "zbvzerobubble" || lower == "dualpipev";
+  if (lower != "1f1b" && lower != "interleaved1f1b")
+    imp.unmodelled.push_back("parallelism.pipeline_parallel_schedule: " + shown_name(sched) +
+                             " holds activations differently from 1F1B");
+  if (p.contains("pipeline_parallel_layers_per_stage") || p.contains("module_fqns_per_model_part") ||
+      p.contains("pipeline_parallel_split_points")) {
+    imp.unmodelled.push_back("parallelism: an explicit stage split (layers per stage or module lists)");
+  } else {
+    imp.vpp = looped ? 2 : 1;
+    imp.derived.push_back({"vpp", std::to_string(*imp.vpp),
+                           sched + (looped ? ": two stages per rank" : ": one stage per rank") +
+                               " (pipeline_parallel.py l.111-115)"});
+    const std::int64_t first = opt_int(p, "pipeline_parallel_first_stage_less_layers", w, 1, 0, 1'000'000);
+    const std::int64_t last = opt_int(p, "pipeline_parallel_last_stage_less_layers", w, 1, 0, 1'000'000);
+    if (first > 1 || last > 1) {
+      imp.unmodelled.push_back(
+          "parallelism.pipeline_parallel_first/last_stage_less_layers: more than one layer");
+    } else {
+      pipeline_split split;
+      split.embedding_as_layer = first == 1;
+      split.loss_as_layer = last == 1;
+      imp.split = split;
+    }
+  }
+  imp.micro_batch = mbs;
+  imp.derived.push_back(
+      {"micro_batch", std::to_string(mbs), "pipeline_parallel_microbatch_size (default 1)"});
+}
+
+}  // namespace
+}  // namespace headroom
+
+namespace headroom {
+namespace {
+
+// [training]: batch, sequence, precision (job_config.py l.242-307). local_batch_size (batch_size before
+// torchtitan renamed it) is per data-parallel rank; global_batch_size -1 means local x dp, a larger one
+// accumulates gradients over global / (local x dp) steps and must divide (train.py asserts it).
+void read_training(const json& t, const degrees& d, launch_import& imp) {
+  const char* w = "training";
+  constexpr std::int64_t most = std::int64_t{1} << 30;
+  const char* local_key =
+      t.contains("local_batch_size") || !t.contains("batch_size") ? "local_batch_size" : "batch_size";
+  const std::int64_t local = opt_int(t, local_key, w, 8, 1, most);
+  if (!t.contains(local_key)) imp.derived.push_back({"local_batch_size", "8", "torchtitan's default"});
+  const std::int64_t global = opt_int(t, "global_batch_size", w, -1, -1, most);
+  if (global == 0) throw bad_input("training.global_batch_size", "must be -1 or at least 1");
+  if (!imp.micro_batch)
+    imp.micro_batch = local;  // under PP the pipeline micro-batch was set already
+  else if (local % *imp.micro_batch != 0)
+    throw bad_input("training.local_batch_size", std::to_string(local) +
+                                                     " is not a multiple of "
+                                                     "pipeline_parallel_microbatch_size " +
+                                                     std::to_string(*imp.micro_batch));
+  if (d.shard > 0) {
+    const std::int64_t per_step =
+        detail::checked_mul(local, d.replicate * d.shard, "training.local_batch_size");
+    if (global > 0 && global % per_step != 0)
+      throw bad_input("training.global_batch_size",
+                      std::to_string(global) +
+                          " is not a multiple of local_batch_size x dp = " + std::to_string(per_step));
+    imp.global_batch = global > 0 ? global : per_step;
+    imp.derived.push_back(
+        {"global_batch", std::to_string(*imp.global_batch),
+         global > 0 ? "global_batch_size: " + std::to_string(global / per_step) + " accumulation steps"
+                    : "-1: local_batch_size x dp (job_config.py l.256-259)"});
+  } else if (global > 0) {
+    imp.global_batch = global;
+  }
+  imp.seq = opt_int(t, "seq_len", w, 2048, 1, most);
+  if (!t.contains("seq_len")) imp.derived.push_back({"seq", "2048", "torchtitan's default seq_len"});
+  // Precision. mixed_precision_param takes effect through fully_shard when FSDP is applied, through
+  // torch.autocast otherwise (job_config.py l.282-288); dtype = "bfloat16" is pure bf16 training.
+  const std::string param = opt_str(t, "mixed_precision_param", w, "bfloat16");
+  const std::string reduce = opt_str(t, "mixed_precision_reduce", w, "float32");
+  const std::string dtype = opt_str(t, "dtype", w, "float32");
+  if (param != "bfloat16" && param != "float32")
+    throw bad_input("training.mixed_precision_param", "must be \"bfloat16\" or \"float32\"");
+  if (reduce != "float32") throw bad_input("training.mixed_precision_reduce", "must be \"float32\"");
+  if (dtype == "bfloat16") {
+    imp.unmodelled.push_back(
+        "training.dtype: pure bf16 training (bf16 weights, gradients and Adam state, no fp32 copy)");
+  } else if (dtype != "float32") {
+    throw bad_input("training.dtype", "must be \"bfloat16\" or \"float32\"");
+  } else if (imp.zero == 3 && param == "bfloat16") {
+    // FSDP2's MixedPrecisionPolicy: fp32 sharded parameters (they are the master), bf16 gathered copies,
+    // gradients reduce-scattered in fp32 (mixed_precision_reduce), Adam state fp32 sharded.
+    imp.recipe = "fsdp2-bf16";
+    imp.derived.push_back(
+        {"recipe", "fsdp2-bf16", "FSDP2 with mixed_precision_param bfloat16, reduce float32"});
+  } else {
+    imp.recipe = "fp32-adam";
+    imp.derived.push_back({"recipe", "fp32-adam",
+                           imp.zero == 3 ? "FSDP2 with fp32 parameters"
+                                         : "no FSDP: fp32 weights, bf16 compute under torch.autocast"});
+  }
+  if (detail::opt_bool_field(t, "enable_cpu_offload", w).value_or(false)) {
+    imp.offload_params = true;
+    imp.offload_optimizer = true;
+    imp.unmodelled.push_back(
+        "training.enable_cpu_offload: FSDP's CPUOffloadPolicy keeps parameters, gradients "
+        "and optimizer state in host memory and steps on the CPU");
+  }
+}
+
+// [activation_checkpoint] (distributed/activation_checkpoint.py @ 238fa995 l.27-245). With no section,
+// torchtitan's default applies: selective, every 2nd layer.
+void read_ac(const json& a, launch_import& imp) {
+  const char* w = "activation_checkpoint";
+  const std::string mode = opt_str(a, "mode", w, "selective");
+  if (!a.contains("mode"))
+    imp.derived.push_back({"activation_checkpoint.mode", "selective", "torchtitan's default"});
+  if (mode == "none") {
+    imp.recompute = recompute_mode::none;
+  } else if (mode == "full") {
+    imp.recompute = recompute_mode::full;
+  } else if (mode == "memory_budget") {
+    imp.unmodelled.push_back(
+        "activation_checkpoint.mode: memory_budget lets the compiler's partitioner choose "
+        "what to save");
+  } else if (mode == "selective") {
+    const std::string opt = opt_str(a, "selective_ac_option", w, "2");
+    if (opt == "op") {
+      // Per-op SAC saves every other matmul output and the attention output, recomputes the rest: closest to
+      // selective, but not the attention-core recompute headroom's selective mode prices.
+      imp.recompute = recompute_mode::selective;
+      imp.unmodelled.push_back(
+          "activation_checkpoint.selective_ac_option: \"op\" (per-op policy) priced as "
+          "selective recompute");
+    } else {
+      std::int64_t every = 0;
+      const bool digits = !opt.empty() && opt.size() < 10 &&
+                          std::all_of(opt.begin(), opt.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits)
+        throw bad_input("activation_checkpoint.selective_ac_option", "must be \"op\" or a layer count");
+      every = std::stoll(opt);
+      if (every <= 1) {  // 0 or 1: every layer fully checkpointed (l.39-40)
+        imp.recompute = recompute_mode::full;
+        imp.derived.push_back(
+            {"recompute", "full", "selective_ac_option " + opt + ": every layer checkpointed"});
+      } else {
+        imp.recompute = recompute_mode::none;
+        imp.unmodelled.push_back(
+            "activation_checkpoint.selective_ac_option: full recompute of one layer in "
+            "every " +
+            opt + ", priced as no recompute");
+      }
+    }
+  } else {
+    throw bad_input("activation_checkpoint.mode", "must be none, selective, full or memory_budget");
+  }
+}
+
+// Float8 / MX come from model.converters: "float8" and "mx" before torchtitan PR #1763 (2025-09-30),
+// "quantize.linear.float8", "quantize.grouped_mm.float8", "quantize.linear.mx", "quantize.grouped_mm.mx"
+// after (components/quantization/float8.py l.238-239, mx.py l.171-172). A [quantize] section alone
+// converts nothing.
+void read_converters(const json& root, const json& m, launch_import& imp) {
+  std::vector<std::string> conv;
+  if (auto it = m.find("converters"); it != m.end()) {
+    if (it->is_string()) {  // the command line's comma-separated form
+      std::string s = it->get<std::string>();
+      for (std::size_t from = 0; from <= s.size();) {
+        const auto c = std::min(s.find(',', from), s.size());
+        if (c > from) conv.push_back(s.substr(from, c - from));
+        from = c + 1;
+      }
+    } else if (it->is_array()) {
+      for (const auto& v : *it) {
+        if (!v.is_string()) throw bad_input("model.converters", "must be a list of names");
+        conv.push_back(v.get<std::string>());
+      }
+    } else {
+      throw bad_input("model.converters", "must be a list of names");
+    }
+  }
+  for (const auto& c : conv) {
+    if (c == "float8" || c == "quantize.linear.float8") {
+      const json* f8 = root.contains("float8") ? &root["float8"] : nullptr;
+      if (!f8 && root.contains("quantize") && root["quantize"].contains("linear"))
+        f8 = root["quantize"]["linear"].contains("float8") ? &root["quantize"]["linear"]["float8"] : nullptr;
+      const std::string recipe =
+          f8 && f8->is_object() ? opt_str(*f8, "recipe_name", "float8", "tensorwise") : "tensorwise";
+      imp.fp8 = "current";  // torchao's dynamic scaling: each tensor's scale from its own amax
+      imp.derived.push_back(
+          {"fp8", "current", "converter " + c + ", recipe " + shown_name(recipe) + " (dynamic scaling)"});
+      if (f8 && f8->is_object() &&
+          detail::opt_bool_field(*f8, "enable_fsdp_float8_all_gather", "float8").value_or(false))
+        imp.unmodelled.push_back("float8.enable_fsdp_float8_all_gather: FSDP gathers float8 weights");
+    } else if (c == "mx" || c == "quantize.linear.mx") {
+      imp.fp8 = "mxfp8";
+      imp.derived.push_back({"fp8", "mxfp8", "converter " + c});
+    } else if (c == "quantize.grouped_mm.float8" || c == "quantize.grouped_mm.mx") {
+      imp.unmodelled.push_back("model.converters: " + c + " quantizes the experts' grouped matmuls only");
+    } else {
+      imp.unmodelled.push_back("model.converters: " + shown_name(c) + " is not a known converter");
+    }
+  }
+}
+
+void read_model_and_optimizer(const json& root, launch_import& imp) {
+  const json& m = section_of(root, "model");
+  const std::string name = opt_str(m, "name", "model", "llama3");
+  const std::string flavor = opt_str(m, "flavor", "model", "debugmodel");
+  imp.derived.push_back({"model", shown_name(name) + " " + shown_name(flavor),
+                         "[model] name/flavor, recorded only: the model comes from --preset or --hf-config"});
+  read_converters(root, m, imp);
+  const json& o = section_of(root, "optimizer");
+  const std::string opt = opt_str(o, "name", "optimizer", "AdamW");
+  if (opt == "AdamW" || opt == "Adam")
+    imp.unused.push_back("optimizer.name");
+  else
+    imp.unmodelled.push_back("optimizer.name: " + shown_name(opt) +
+                             " keeps other state than Adam's two moments");
+  const json& p = section_of(root, "parallelism");
+  const std::string backend = opt_str(p, "expert_parallel_comm_backend", "parallelism", "standard");
+  if (backend != "standard")
+    imp.unmodelled.push_back("parallelism.expert_parallel_comm_backend: " + shown_name(backend) +
+                             " dispatch buffers");
+}
+
+launch_import import_toml(const std::string& text, const std::string& origin,
+                          const std::vector<std::string>& overrides, std::optional<int> world) {
+  if (world && *world < 1) throw bad_input("world size", "must be at least 1");
+  json root = detail::toml_to_json(text);
+  for (const auto& o : overrides) apply_override(root, o);
+  launch_import imp;
+  imp.origin = origin;
+  classify_all(root, imp);
+  const json& par = section_of(root, "parallelism");
+  const degrees d = read_degrees(par, world, imp);
+  read_reshard(par, d, imp);
+  read_pipeline(par, d, imp);
+  read_training(section_of(root, "training"), d, imp);
+  read_ac(section_of(root, "activation_checkpoint"), imp);
+  read_model_and_optimizer(root, imp);
+  if (world) imp.gpus = *world;
+  return imp;
+}
+
+}  // namespace
+
+launch_import torchtitan_config_from_toml(const std::string& text, const std::string& origin,
+                                          const std::vector<std::string>& overrides,
+                                          std::optional<int> world_size) {
+  try {
+    return import_toml(text, origin, overrides, world_size);
+  } catch (const bad_input& e) {
+    throw bad_input(origin, e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_input(origin, std::string("unreadable value (") + e.what() + ")");
+  }
+}
+
+launch_import load_torchtitan_config(const std::string& path, const std::vector<std::string>& overrides,
+                                     std::optional<int> world_size) {
+  const std::string text = read_regular_file(path, max_json_file_bytes, "a TOML input");
+  return torchtitan_config_from_toml(text, shown_name(path), overrides, world_size);
+}
+
+}  // namespace headroom

@@ -1,0 +1,215 @@
+// moe_test.cpp: mixture-of-experts and multi-latent attention in the planner, against independent
+// derivations: NVIDIA's per-tensor tally for a DeepSeek-V3 layer (yanring/Megatron-MoE-ModelZoo
+// misc/tools/deepseek_mem_estimate.py, lines 163-202 and its recompute savings, lines 250-291, as
+// docs/model.md quotes them), Megatron-Core's sharding rules (parallel_state.py: expert data parallel =
+// dp * tp * cp / (ep * etp)), and hand counts of a toy model.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "planner/estimate.hpp"
+#include "planner/ledger.hpp"
+#include "planner/suggest.hpp"
+#include "test_support.hpp"
+
+namespace headroom {
+namespace {
+
+using test::preset_problem;
+constexpr double MiB_d = 1024.0 * 1024.0;
+
+// The DeepSeek-V3 layer NVIDIA's script tallies: s 4096, b 1, t = etp = 1, ep 64, bf16, no recomputation.
+ledger_shape deepseek_shape() {
+  ledger_shape s(4096, 1, 1, false, 1, attention_kind::flash, 2);
+  s.ep = 64;
+  s.etp = 1;
+  return s;
+}
+
+std::map<std::string, std::int64_t> by_name(const std::vector<ledger_entry>& v) {
+  std::map<std::string, std::int64_t> m;
+  for (const auto& e : v) m[e.name] = e.bytes;
+  return m;
+}
+
+TEST(Moe, DeepSeekV3LayerMeetsNvidiasTally) {
+  const auto p = preset_problem("deepseek-v3");
+  const auto ledger = layer_ledger(p.model, deepseek_shape(), true);
+  const auto e = by_name(ledger);
+  // The routed path, from the script's formulas (s/t * etp * k rows; h 7168, k 8, F 2048):
+  const std::int64_t s = 4096, h = 7168, k = 8, F = 2048;
+  EXPECT_EQ(e.at("moe.experts.fc1.input"), 2 * s * k * h);        // permute out: 448 MiB
+  EXPECT_EQ(e.at("moe.experts.fc1.output"), 2 * s * k * 2 * F);   // expert fc1 out: 256 MiB
+  EXPECT_EQ(e.at("moe.experts.act.output"), 2 * s * k * F);       // expert act out: 128 MiB
+  EXPECT_EQ(e.at("moe.unpermute.input"), 2 * s * k * h);          // unpermute a2a out: 448 MiB
+  EXPECT_EQ(e.at("moe.shared.fc1.output") + e.at("moe.shared.act.output"), 2 * s * 3 * 2048);  // 32 + 16
+  EXPECT_EQ(e.at("moe.routing_map"), 8 * s * 256);                // the int64 row map: 8 MiB
+  EXPECT_EQ(e.at("attn.q") + e.at("attn.k") + e.at("attn.v"), 2 * s * 128 * (192 + 192 + 128));  // 512 MiB
+  // The whole layer: the script's table sums to 2,234 MiB (it prints 2,236); ours adds the rotary part of
+  // kv_down (0.5 MiB), the flash kernel's fp32 log-sum-exp (2 MiB) and two norms' fp32 statistics (32 KiB)
+  // the table leaves out: 2,236.53 MiB, within 0.6 MiB of the printed total.
+  const double total = static_cast<double>(total_bytes(ledger)) / MiB_d;
+  EXPECT_NEAR(total, 2234.0 + 0.5 + 2.0 + 1.0 / 32, 0.01);
+}
+
+TEST(Moe, RecomputeModulesDropWhatMegatronSays) {
+  // The script's savings per layer per micro-batch: moe_act 144 MiB, layernorm 112, mla_up_proj 512.
+  const auto p = preset_problem("deepseek-v3");
+  const auto ledger = layer_ledger(p.model, deepseek_shape(), true);
+  const std::int64_t none = sum_ledger(ledger, 0).selective;
+  auto saved = [&](recompute_module m) {
+    return static_cast<double>(none - sum_ledger(ledger, module_bit(m)).selective) / MiB_d;
+  };
+  EXPECT_DOUBLE_EQ(saved(recompute_module::moe_act), 144.0);
+  EXPECT_DOUBLE_EQ(saved(recompute_module::layernorm), 112.0 + 12.0 + 4.0);  // + the q and kv latent norms
+  EXPECT_DOUBLE_EQ(saved(recompute_module::mla_up_proj), 512.0);
+  // Full recomputation keeps the layer's input alone: 56 MiB, the script's "full recompute" per layer.
+  EXPECT_DOUBLE_EQ(static_cast<double>(sum_ledger(ledger).full) / MiB_d, 56.0);
+}
+
+TEST(Moe, RoutedRowsFollowTopKEtpOverTpCp) {
+  const auto p = preset_problem("mixtral-8x7b");  // k 2, 8 experts
+  ledger_shape s(8192, 2, 4, true, 2, attention_kind::flash, 2);
+  s.etp = 2;
+  EXPECT_EQ(routed_rows(p.model, s), 2 * (8192 / 2 / 4) * 2 * 2);  // k * s*b/(t*c) * etp
+  s.routing.imbalance = 1.5;
+  EXPECT_EQ(routed_rows(p.model, s), 3 * (8192 / 2 / 4) * 2 * 2);  // 1.5 x the balanced rows
+  s.routing = {};
+  s.routing.capacity_factor = 1.25;
+  s.routing.pad_to_capacity = true;
+  // ceil(tokens * k * cf / E) per expert, E experts, times etp: tokens 2048, ceil(2048*2*1.25/8) = 640.
+  EXPECT_EQ(routed_rows(p.model, s), 640 * 8 * 2);
+}
+
+TEST(Moe, ExpertParallelismShrinksStateNotActivations) {
+  auto p = preset_problem("mixtral-8x7b");
+  p.precision = load_recipe("megatron-distopt");
+  p.training.seq = 4096;
+  p.training.global_batch = 256;
+  layout l;
+  l.gpus = 64;
+  l.pp = 4;
+  l.zero = 1;
+  l.recompute = recompute_mode::selective;
+  std::int64_t last_state = INT64_MAX, activations = -1;
+  for (int ep : {1, 2, 4, 8}) {
+    l.ep = ep;
+    const auto b = estimate(p, l);
+    const auto& w = b.stages[1];
+    if (activations < 0) activations = w.activations;
+    EXPECT_EQ(w.activations, activations) << "ep " << ep;  // the all-to-all trades tokens, keeps them
+    EXPECT_LT(w.state, last_state) << "ep " << ep;
+    last_state = w.state;
+  }
+}
+
+TEST(Moe, ExpertStateShardsOverExpertDataParallelRanks) {
+  // A toy model counted by hand: h 64, 4 heads, ffn 256, SwiGLU, RMSNorm, no bias, untied, vocab 1000,
+  // 4 layers, all MoE with 8 experts of width 128, top 2.
+  auto p = preset_problem("mixtral-8x7b");
+  auto& m = p.model;
+  m.layers = 4;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.ffn_hidden = 256;
+  m.vocab = 1000;
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn = 128;
+  m.moe.layers.assign(4, true);
+  const auto pc = count_params(m);
+  const std::int64_t attn = 4 * 64 * 64, norms = 2 * 64, router = 64 * 8, expert = 3 * 64 * 128;
+  EXPECT_EQ(pc.moe_layer.sharded, attn);
+  EXPECT_EQ(pc.moe_layer.replicated, norms + router);
+  EXPECT_EQ(pc.moe_layer.expert, 8 * expert);
+  EXPECT_EQ(pc.total, 4 * (attn + norms + router + 8 * expert) + 2 * 1000 * 64 + 64);
+  EXPECT_EQ(pc.active, 4 * (attn + norms + router + 2 * expert) + 2 * 1000 * 64 + 64);
+  // tp 2, ep 4, etp 1 on 16 GPUs (dp 8): the expert data-parallel degree is 8 * 2 / (4 * 1) = 4.
+  p.precision = load_recipe("megatron-distopt");
+  p.training.seq = 64;
+  p.training.global_batch = 64;
+  layout l;
+  l.gpus = 16;
+  l.tp = 2;
+  l.ep = 4;
+  l.etp = 1;
+  l.zero = 1;
+  EXPECT_EQ(l.expert_shard_degree(), 4);
+  const auto b = estimate(p, l);
+  const auto& w = b.stages[0];
+  const std::int64_t expert_on_rank = 4 * 8 * expert / 4;  // experts / (ep * etp)
+  const std::int64_t dense_on_rank = (4 * attn + 2 * 1000 * 64) / 2 + 4 * (norms + router) + 64;
+  EXPECT_EQ(w.expert_params_on_rank, expert_on_rank);
+  EXPECT_EQ(w.params_on_rank, dense_on_rank + expert_on_rank);
+  // fp32 master: dense over dp * cp = 8, experts over the expert data-parallel 4.
+  EXPECT_EQ(w.master, 4 * dense_on_rank / 8 + 4 * expert_on_rank / 4);
+  EXPECT_EQ(w.params, 2 * (dense_on_rank + expert_on_rank));  // distopt keeps bf16 weights whole
+}
+
+TEST(Moe, DeepSeekV3StagesPlaceDenseLayersFirstAndMtpLast) {
+  auto p = preset_problem("deepseek-v3");
+  p.precision = load_recipe("megatron-distopt");
+  p.training.seq = 4096;
+  p.training.global_batch = 8192;
+  p.training.attention = attention_kind::flash;
+  layout l;
+  l.gpus = 1024;
+  l.pp = 16;
+  l.ep = 64;
+  l.zero = 1;
+  l.recompute = recompute_mode::full;
+  const auto b = estimate(p, l);
+  EXPECT_EQ(b.stages[0].layers, 4);
+  EXPECT_EQ(b.stages[0].moe_layers, 1);  // layers 0-2 dense, layer 3 MoE
+  EXPECT_EQ(b.stages[1].moe_layers, 4);
+  const auto pc = count_params(p.model);
+  // The last stage holds the MTP module's experts too: (3 + 1) MoE layers' experts / ep.
+  EXPECT_EQ(b.stages[15].expert_params_on_rank, (3 * pc.moe_layer.expert + pc.mtp.expert) / 64);
+  // Every stage was evaluated, and the worst is the one with the largest total.
+  for (const auto& s : b.stages) EXPECT_LE(s.decisive_total(), b.worst_stage().decisive_total());
+}
+
+TEST(Moe, LayoutRulesRefuseWhatMegatronRefuses) {
+  auto dense = preset_problem("llama3-8b");
+  layout l;
+  l.gpus = 8;
+  l.ep = 2;
+  EXPECT_TRUE(layout_error(dense, l).has_value());  // no experts to divide
+  auto p = preset_problem("mixtral-8x7b");
+  l.ep = 3;  // 8 experts
+  EXPECT_TRUE(layout_error(p, l).has_value());
+  l.ep = 8;
+  l.gpus = 4;  // ep 8 does not divide dp * tp * cp = 4
+  EXPECT_TRUE(layout_error(p, l).has_value());
+  l.gpus = 16;
+  l.tp = 2;
+  l.ep = 4;
+  l.sequence_parallel = false;  // MoE with tp > 1 needs sequence parallelism
+  EXPECT_TRUE(layout_error(p, l).has_value());
+  l.sequence_parallel = true;
+  EXPECT_FALSE(layout_error(p, l).has_value());
+}
+
+TEST(Moe, SearchFindsExpertParallelLayouts) {
+  auto p = preset_problem("mixtral-8x7b");
+  p.precision = load_recipe("megatron-distopt");
+  p.training.seq = 4096;
+  p.training.global_batch = 256;
+  p.device.capacity = 80LL << 30;
+  search_axes axes;
+  axes.zero = 1;
+  const layout_search search(p, axes, {});
+  const auto s = search.suggest(32);
+  ASSERT_FALSE(s.fitting.empty());
+  bool any_ep = false;
+  for (const auto& c : s.fitting) any_ep = any_ep || c.where.ep > 1;
+  EXPECT_TRUE(any_ep);
+  // The fast figure equals the full estimate for the ranked first layout.
+  const auto& best = s.fitting.front();
+  EXPECT_EQ(best.worst.decisive_total(), estimate(search.problem_of(best), best.where).worst_stage().decisive_total());
+}
+
+}  // namespace
+}  // namespace headroom
