@@ -2,6 +2,7 @@
 #include "launch_options.hpp"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "planner/errors.hpp"
@@ -31,7 +32,7 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, "--cp", o.cp, imp.cp);
   take(o, "--vpp", o.vpp, imp.vpp);
   take(o, "--ep", o.ep, imp.ep);
-  take(o, "--etp", o.etp, imp.etp);
+  if (imp.ep.value_or(1) > 1) take(o, "--etp", o.etp, imp.etp);  // without experts a default etp means nothing
   take(o, "--zero", o.zero, imp.zero);
   take(o, "--dp-replicate", o.dp_replicate, imp.dp_replicate);
   take(o, "--sequence-parallel", o.sequence_parallel, imp.sequence_parallel);
@@ -41,6 +42,12 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, "--micro-batch", o.micro_batch, imp.micro_batch);
   take(o, "--global-batch", o.global_batch, imp.global_batch);
   take(o, "--dispatcher", o.dispatcher, imp.dispatcher);
+  // The attention kernel an importer derived (Megatron's --use-flash-attn, --attention-backend).
+  for (const auto& n : imp.derived)
+    if (n.field == "attention" && (n.value == "flash" || n.value == "eager") && !given(o, "--attention")) {
+      o.attention = n.value;
+      o.imported.emplace_back("--attention");
+    }
   take(o, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
   if (imp.pad_to_capacity && !given(o, "--pad-to-capacity")) o.pad_to_capacity = true;
   if (imp.seq && !given(o, "--seq")) {
@@ -89,7 +96,15 @@ void merge(plan_options& o, const launch_import& imp) {
 
 std::vector<launch_import> apply_imports(plan_options& o) {
   std::vector<launch_import> imports;
-  if (!o.megatron_args.empty()) imports.push_back(load_megatron_args(o.megatron_args));
+  std::map<std::string, std::string> env;
+  for (const auto& v : o.megatron_vars) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw bad_input("megatron-var", "expected NAME=VALUE, got '" + v.substr(0, 60) + "'");
+    env[v.substr(0, eq)] = v.substr(eq + 1);
+  }
+  if (!env.empty() && o.megatron_args.empty()) throw bad_input("megatron-var", "applies to --megatron-args");
+  if (!o.megatron_args.empty()) imports.push_back(load_megatron_args(o.megatron_args, env));
   // DeepSpeed's "auto" values need the hidden size: from the model the command line names.
   if (!o.deepspeed_config.empty() || !o.torchtitan_config.empty()) {
     std::optional<std::int64_t> hidden;

@@ -30,6 +30,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
                     "A Megatron-LM pretrain_gpt.py command line or its YAML form (file or string): model, layout "
                     "and recipe");
   model->require_option(1);
+  c->add_option("--megatron-var", o.megatron_vars,
+                "NAME=VALUE a Megatron launch refers to and its launcher sets (ModelZoo's ${TP}, ${PP}); repeatable");
   c->add_option("--deepspeed-config", o.deepspeed_config,
                 "A DeepSpeed JSON config: ZeRO stage, offload, buckets, batch sizes, precision");
   c->add_option("--torchtitan-config", o.torchtitan_config,

@@ -42,6 +42,7 @@ struct plan_options {
   // Launch importers (planner/imports/): their values fill what the command line does not state.
   std::string megatron_args, deepspeed_config, torchtitan_config;
   std::vector<std::string> torchtitan_overrides;
+  std::vector<std::string> megatron_vars;  // --megatron-var NAME=VALUE: what a launcher sets before the text
   bool allow_unmodelled = false;
   std::vector<std::string> imported;  // options an importer set (given() counts them as given)
   std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config

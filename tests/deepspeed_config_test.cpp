@@ -13,7 +13,7 @@
 namespace headroom {
 namespace {
 
-std::string data(const std::string& name) {
+std::string deepspeed_data(const std::string& name) {
   return std::string(HEADROOM_TEST_DATA) + "/deepspeed/" + name;
 }
 
@@ -23,7 +23,7 @@ bool has_prefix(const std::vector<std::string>& v, const std::string& prefix) {
 
 // Runs f and returns the bad_input message ("" when nothing was thrown).
 template <class F>
-std::string error_of(F f) {
+std::string deepspeed_error_of(F f) {
   try {
     f();
   } catch (const bad_input& e) {
@@ -41,7 +41,7 @@ TEST(DeepSpeedConfig, HuggingFaceZero3FillsAutoFromHiddenAndTrainer) {
   // huggingface/transformers:tests/deepspeed/ds_config_zero3.json: every size "auto". With h = 4096 the Trainer writes
   // reduce_bucket_size = h^2 and, under ZeRO-3, prefetch = int(0.9 h^2), persistence = 10 h.
   hf_trainer_args t{4, 2, "fp16"};
-  const launch_import imp = load_deepspeed_config(data("hf_ds_config_zero3.json"), 4096, 8, t);
+  const launch_import imp = load_deepspeed_config(deepspeed_data("hf_ds_config_zero3.json"), 4096, 8, t);
   EXPECT_EQ(imp.zero, 3);
   EXPECT_EQ(imp.offload_optimizer, true);
   EXPECT_EQ(imp.offload_params, true);
@@ -63,16 +63,16 @@ TEST(DeepSpeedConfig, HuggingFaceZero3FillsAutoFromHiddenAndTrainer) {
 }
 
 TEST(DeepSpeedConfig, AutoThatCannotBeFilledIsRefusedNamingTheKey) {
-  const std::string f = data("hf_ds_config_zero3.json");
-  EXPECT_NE(error_of([&] {
+  const std::string f = deepspeed_data("hf_ds_config_zero3.json");
+  EXPECT_NE(deepspeed_error_of([&] {
               load_deepspeed_config(f, std::nullopt, 8, {4, 2, "fp16"});
             }).find("zero_optimization.reduce_bucket_size: \"auto\""),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(deepspeed_error_of([&] {
               load_deepspeed_config(f, 4096, 8, {4, 2, std::nullopt});
             }).find("fp16.enabled"),
             std::string::npos);
-  const std::string e = error_of([&] { load_deepspeed_config(f, 4096, 8, {std::nullopt, 2, "fp16"}); });
+  const std::string e = deepspeed_error_of([&] { load_deepspeed_config(f, 4096, 8, {std::nullopt, 2, "fp16"}); });
   EXPECT_NE(e.find("train_micro_batch_size_per_gpu"), std::string::npos) << e;
   EXPECT_NE(e.find("--micro-batch"), std::string::npos) << e;
 }
@@ -81,7 +81,7 @@ TEST(DeepSpeedConfig, HuggingFaceZero2DoubleBuffersTheReduceBucket) {
   // ds_config_zero2.json: stage 2, overlap_comm and contiguous_gradients on, reduce_bucket_size 2e8:
   // two flat buffers (stage_1_and_2.py l.2497-2513).
   const launch_import imp =
-      load_deepspeed_config(data("hf_ds_config_zero2.json"), std::nullopt, 4, {1, 1, "fp16"});
+      load_deepspeed_config(deepspeed_data("hf_ds_config_zero2.json"), std::nullopt, 4, {1, 1, "fp16"});
   EXPECT_EQ(imp.zero, 2);
   EXPECT_EQ(imp.reduce_bucket, 2 * 200'000'000LL);
   EXPECT_EQ(imp.allgather_bucket, 200'000'000);
@@ -94,7 +94,7 @@ TEST(DeepSpeedConfig, OldBfloat16SectionNameIsRead) {
   // ds_config_zero3_bf16.json writes "bfloat16" (the old name of "bf16", precision_config.py l.34-38);
   // bf16 under ZeRO-3 accumulates gradients in bf16: the 16-byte bf16-adam recipe.
   const launch_import imp =
-      load_deepspeed_config(data("hf_ds_config_zero3_bf16.json"), 5120, 16, {1, 8, "bf16"});
+      load_deepspeed_config(deepspeed_data("hf_ds_config_zero3_bf16.json"), 5120, 16, {1, 8, "bf16"});
   EXPECT_EQ(imp.recipe, "bf16-adam");
   EXPECT_EQ(imp.global_batch, 1 * 8 * 16);
 }
@@ -103,7 +103,7 @@ TEST(DeepSpeedConfig, MegatronGpt2Zero2WithAccumulation) {
   // ds_config_func_bs8_zero2_gas3.json: micro 8, accumulation 3; on 4 GPUs train_batch = 8 x 3 x 4 = 96.
   // overlap_comm defaults to off below ZeRO-3 (zero/config.py l.383-386): one 7e6 bucket.
   const launch_import imp =
-      load_deepspeed_config(data("ds_config_func_bs8_zero2_gas3.json"), std::nullopt, 4);
+      load_deepspeed_config(deepspeed_data("ds_config_func_bs8_zero2_gas3.json"), std::nullopt, 4);
   EXPECT_EQ(imp.micro_batch, 8);
   EXPECT_EQ(imp.global_batch, 96);
   EXPECT_EQ(imp.recipe, "fp16-adam");
@@ -115,20 +115,20 @@ TEST(DeepSpeedConfig, MegatronGpt2Zero2WithAccumulation) {
 TEST(DeepSpeedConfig, DeprecatedCpuOffloadAndTrainBatchOnly) {
   // ds_config_func_bs4_zero2_offload.json: train_batch 4, accumulation 1, "cpu_offload": true (the old
   // spelling of offload_optimizer {device: cpu}). On 4 GPUs micro = 4 / (1 x 4) = 1.
-  const std::string f = data("ds_config_func_bs4_zero2_offload.json");
+  const std::string f = deepspeed_data("ds_config_func_bs4_zero2_offload.json");
   const launch_import imp = load_deepspeed_config(f, std::nullopt, 4);
   EXPECT_EQ(imp.offload_optimizer, true);
   EXPECT_EQ(imp.micro_batch, 1);
   EXPECT_EQ(imp.reduce_bucket, 7'000'000);  // offload forces contiguous_gradients (stage_1_and_2.py l.260)
   // 4 sequences cannot be split over 3 GPUs: DeepSpeed's assertion (runtime/config.py l.937-940).
-  EXPECT_NE(error_of([&] { load_deepspeed_config(f, std::nullopt, 3); }).find("train_batch_size"),
+  EXPECT_NE(deepspeed_error_of([&] { load_deepspeed_config(f, std::nullopt, 3); }).find("train_batch_size"),
             std::string::npos);
 }
 
 TEST(DeepSpeedConfig, Zero3WithoutContiguousGradientsHasNoBucketAndDefaults) {
   // deepspeedai/DeepSpeed:tests/torch_compile/ds_config_z3.json: bf16, ZeRO-3, contiguous_gradients false; the stage 3
   // sizes are not written, so DeepSpeed's defaults apply (zero/config.py l.215, l.238).
-  const launch_import imp = load_deepspeed_config(data("ds_config_z3.json"), std::nullopt, 8);
+  const launch_import imp = load_deepspeed_config(deepspeed_data("ds_config_z3.json"), std::nullopt, 8);
   EXPECT_EQ(imp.reduce_bucket, 0);
   EXPECT_EQ(imp.zero3_prefetch_bucket, 50'000'000);
   EXPECT_EQ(imp.zero3_live_params, 1'000'000'000);
@@ -140,7 +140,7 @@ TEST(DeepSpeedConfig, Zero3WithoutContiguousGradientsHasNoBucketAndDefaults) {
 TEST(DeepSpeedConfig, DoubleSpelledNumbersAndStage3OnlyKeys) {
   // DeepSpeed examples/sdma_allgather/ds_config_zero3.json: 5e7 and 1e9 written as doubles;
   // allgather_bucket_size is not read by ZeRO-3; sub_group_size 1e12 sizes an fp32 transient there.
-  const launch_import imp = load_deepspeed_config(data("ds_sdma_allgather_zero3.json"), std::nullopt, 2);
+  const launch_import imp = load_deepspeed_config(deepspeed_data("ds_sdma_allgather_zero3.json"), std::nullopt, 2);
   EXPECT_EQ(imp.zero3_prefetch_bucket, 50'000'000);
   EXPECT_EQ(imp.reduce_bucket, 50'000'000);
   EXPECT_FALSE(imp.allgather_bucket.has_value());
@@ -154,18 +154,18 @@ TEST(DeepSpeedConfig, BatchTieDerivesAndRefuses) {
   const json three = {
       {"train_batch_size", 40}, {"train_micro_batch_size_per_gpu", 2}, {"gradient_accumulation_steps", 5}};
   EXPECT_EQ(from(three, 4).global_batch, 40);  // 2 x 5 x 4
-  EXPECT_NE(error_of([&] { from(three, 8); }).find("40 != 2 x 5 x 8"), std::string::npos);
+  EXPECT_NE(deepspeed_error_of([&] { from(three, 8); }).find("40 != 2 x 5 x 8"), std::string::npos);
   EXPECT_EQ(from(three).dp, 4);  // no world size: the three give the data-parallel size
   const json two = {{"train_batch_size", 64}, {"train_micro_batch_size_per_gpu", 4}};
   const launch_import imp = from(two, 8);  // accumulation = 64 / (4 x 8) = 2
   EXPECT_TRUE(std::any_of(imp.derived.begin(), imp.derived.end(), [](const import_note& n) {
     return n.field == "batch" && n.value == "64 = 4 x 2 x 8";
   }));
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(deepspeed_error_of([&] {
               from(json{{"gradient_accumulation_steps", 2}}, 8);
             }).find("neither"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(deepspeed_error_of([&] {
               from(json{{"train_batch_size", 0}}, 8);
             }).find("train_batch_size"),
             std::string::npos);
@@ -184,7 +184,7 @@ TEST(DeepSpeedConfig, RecipeFollowsTheEnginesChoice) {
   json both = base;
   both["bf16"] = {{"enabled", true}};
   both["fp16"] = {{"enabled", true}};
-  EXPECT_NE(error_of([&] { from(both, 8); }).find("both"), std::string::npos);
+  EXPECT_NE(deepspeed_error_of([&] { from(both, 8); }).find("both"), std::string::npos);
   json lamb = base;
   lamb["optimizer"] = {{"type", "Lamb"}};
   EXPECT_TRUE(has_prefix(from(lamb, 8).unmodelled, "optimizer.type: lamb"));
@@ -200,11 +200,11 @@ TEST(DeepSpeedConfig, AliasesDeprecationsAndUnknownKeys) {
   EXPECT_EQ(imp.offload_params, true);
   EXPECT_TRUE(has_prefix(imp.unmodelled, "zero_optimization.offload_param.device: NVMe"));
   j["zero_optimization"]["stage3_max_live_parameters"] = 1e9;
-  EXPECT_NE(error_of([&] { from(j, 8); }).find("given twice"), std::string::npos);
+  EXPECT_NE(deepspeed_error_of([&] { from(j, 8); }).find("given twice"), std::string::npos);
   json dep = {{"train_micro_batch_size_per_gpu", 1},
               {"zero_optimization",
                {{"stage", 2}, {"cpu_offload", true}, {"offload_optimizer", {{"device", "cpu"}}}}}};
-  EXPECT_NE(error_of([&] { from(dep, 8); }).find("cpu_offload"), std::string::npos);
+  EXPECT_NE(deepspeed_error_of([&] { from(dep, 8); }).find("cpu_offload"), std::string::npos);
   json typo = {{"train_micro_batch_size_per_gpu", 1},
                {"zero_optimization", {{"stage", 2}, {"reduce_bucket_sise", 5}}}};
   imp = from(typo, 8);
@@ -228,11 +228,11 @@ TEST(DeepSpeedConfig, HostileInputIsOneLineError) {
              {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", -1}}}},
         json{{"train_micro_batch_size_per_gpu", 1}, {"zero_optimization", {{"offload_optimizer", "cpu"}}}},
         json{{"train_batch_size", 9'000'000'000'000LL}, {"gradient_accumulation_steps", 1}}}) {
-    const std::string e = error_of([&] { from(j, 8); });
+    const std::string e = deepspeed_error_of([&] { from(j, 8); });
     EXPECT_FALSE(e.empty()) << j.dump();
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
-  EXPECT_FALSE(error_of([] { load_deepspeed_config(data("missing.json"), std::nullopt, 1); }).empty());
+  EXPECT_FALSE(deepspeed_error_of([] { load_deepspeed_config(deepspeed_data("missing.json"), std::nullopt, 1); }).empty());
 }
 
 }  // namespace

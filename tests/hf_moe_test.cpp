@@ -14,7 +14,7 @@
 namespace headroom {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
+std::string hf_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const bad_input& e) {
@@ -175,7 +175,7 @@ TEST(HfMoe, DbrxNestedAndOlmoe) {
   EXPECT_NEAR(count_params(d).active / 1e9, 36, 0.5);
   auto no_ffn = dbrx;
   no_ffn["ffn_config"] = 5;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(hf_error_of([&] {
               model_from_hf_config(no_ffn, "config.json");
             }).find("config.json.ffn_config: must be an object"),
             std::string::npos);
@@ -244,7 +244,7 @@ nlohmann::json mixtral() {
 // Hostile configs: one clear line naming the key, never a crash or a silently dense model.
 TEST(HfMoe, HostileConfigsNameTheKey) {
   const auto msg = [](const nlohmann::json& j) {
-    return error_of([&] { model_from_hf_config(j, "config.json"); });
+    return hf_error_of([&] { model_from_hf_config(j, "config.json"); });
   };
   auto j = mixtral();
   j["num_local_experts"] = 1e15;

@@ -15,7 +15,7 @@ using namespace headroom;
 
 namespace {
 
-std::string data(const std::string& name) {
+std::string megatron_data(const std::string& name) {
   return std::string(HEADROOM_TEST_DATA) + "/megatron/" + name;
 }
 
@@ -32,7 +32,7 @@ std::int64_t moe_count(const model_spec& m) {
 
 // Returns the bad_input message `f` throws, or "" when it does not throw.
 template <class F>
-std::string error_of(F f) {
+std::string megatron_error_of(F f) {
   try {
     f();
   } catch (const bad_input& e) {
@@ -68,7 +68,7 @@ std::map<std::string, std::string> zoo_env(const std::string& tp, const std::str
 // expert width 2048, one shared expert of 2048, first_k_dense_replace 3; MLA 1536 / 512 / 128 / 64 / 128.
 TEST(MegatronArgs, ModelZooDeepSeekV3Yaml) {
   const auto l =
-      load_megatron_args(data("DeepSeek-V3.yaml"), zoo_env("1", "16", "64", "false", "8192", "flex", "128"));
+      load_megatron_args(megatron_data("DeepSeek-V3.yaml"), zoo_env("1", "16", "64", "false", "8192", "flex", "128"));
   ASSERT_TRUE(l.model);
   const model_spec& m = *l.model;
   EXPECT_EQ(m.layers, 61);
@@ -122,7 +122,7 @@ TEST(MegatronArgs, ModelZooDeepSeekV3Yaml) {
 // 128 experts, 8 per token, a 64, kv 4, head_dim 128, V 151936, untied, decoder_sparse_step 1.
 TEST(MegatronArgs, ModelZooQwen3Yaml) {
   const auto l =
-      load_megatron_args(data("Qwen3-235B-A22B.yaml"), zoo_env("2", "8", "32", "3", "256", "flex", "32"));
+      load_megatron_args(megatron_data("Qwen3-235B-A22B.yaml"), zoo_env("2", "8", "32", "3", "256", "flex", "32"));
   ASSERT_TRUE(l.model);
   const model_spec& m = *l.model;
   EXPECT_EQ(m.layers, 94);
@@ -153,7 +153,7 @@ TEST(MegatronArgs, ModelZooQwen3Yaml) {
 // L 32, a 32, kv 8, 8 experts, 2 per token, V 32000, untied.
 TEST(MegatronArgs, ModelZooMixtralYaml) {
   const auto l =
-      load_megatron_args(data("Mixtral-8x7B.yaml"), zoo_env("1", "4", "8", "1", "256", "alltoall", "8"));
+      load_megatron_args(megatron_data("Mixtral-8x7B.yaml"), zoo_env("1", "4", "8", "1", "256", "alltoall", "8"));
   ASSERT_TRUE(l.model);
   const model_spec& m = *l.model;
   EXPECT_EQ(m.layers, 32);
@@ -176,7 +176,7 @@ TEST(MegatronArgs, ModelZooMixtralYaml) {
 // The GPT-3 175B example: L 96, h 12288, a 96, s 2048 (Brown et al. 2020, table 2.1); d_ff = 4 d_model; GPT-2's
 // 50257-token BPE padded to a multiple of 128 x tp 8 = 1024 gives 51200.
 TEST(MegatronArgs, Gpt3ExampleScript) {
-  const auto l = load_megatron_args(data("train_gpt3_175b_distributed.sh"));
+  const auto l = load_megatron_args(megatron_data("train_gpt3_175b_distributed.sh"));
   ASSERT_TRUE(l.model);
   const model_spec& m = *l.model;
   EXPECT_EQ(m.layers, 96);
@@ -204,7 +204,7 @@ TEST(MegatronArgs, Gpt3ExampleScript) {
 }
 
 TEST(MegatronArgs, MixtralExampleScript) {
-  const auto l = load_megatron_args(data("train_mixtral_8x7b_distributed.sh"));
+  const auto l = load_megatron_args(megatron_data("train_mixtral_8x7b_distributed.sh"));
   ASSERT_TRUE(l.model);
   EXPECT_EQ(l.model->vocab, 32000);
   EXPECT_EQ(l.model->kv_heads, 8);
@@ -220,7 +220,7 @@ TEST(MegatronArgs, MixtralExampleScript) {
 
 // The command line sits in TRAINING_CMD, run by `bash -c` inside an sbatch heredoc.
 TEST(MegatronArgs, FsdpDeepSeekScriptFindsTheCommandInAVariable) {
-  const auto l = load_megatron_args(data("sbatch_mfsdp_deepseek_v3.sh"));
+  const auto l = load_megatron_args(megatron_data("sbatch_mfsdp_deepseek_v3.sh"));
   ASSERT_TRUE(l.model);
   EXPECT_EQ(l.model->vocab, 129280);
   EXPECT_EQ(moe_count(*l.model), 58);
@@ -234,7 +234,7 @@ TEST(MegatronArgs, FsdpDeepSeekScriptFindsTheCommandInAVariable) {
 }
 
 TEST(MegatronArgs, Llama3Fp8ExampleScript) {
-  const auto l = load_megatron_args(data("train_llama3_8b_h100_fp8.sh"));
+  const auto l = load_megatron_args(megatron_data("train_llama3_8b_h100_fp8.sh"));
   ASSERT_TRUE(l.model);
   EXPECT_EQ(l.model->vocab, 128256);  // --vocab-size 128256 = 1002 x 128
   EXPECT_EQ(l.model->ffn_hidden, 14336);
@@ -269,19 +269,19 @@ TEST(MegatronArgs, PipelineLayoutStrings) {
   EXPECT_EQ(l.vpp, 4);
   EXPECT_TRUE(l.unmodelled.empty());
   // 60 t for 61 layers; an m without --mtp-num-layers; 33 stages for pp 8; a stray character.
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(megatron_error_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'E|(tt|)*30mL'", "t");
             }).find("holds 60 t layers but --num-layers is 61"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(megatron_error_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'Et|(tt|)*30|mL'", "t");
             }).find("33 stages"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(megatron_error_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'Et|(tt|)*30xmL'", "t");
             }).find("unexpected 'x' (layers are E, t, m, L; | ends a stage) at character 12"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(megatron_error_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'Et|(tt|)*999999(t)*999999'",
                                    "t");
             }).find("over 1,000,000"),
@@ -338,14 +338,14 @@ TEST(MegatronArgs, RealFilesHoldNoUnknownFlag) {
   for (const char* f :
        {"DeepSeek-V3.yaml", "Qwen3-235B-A22B.yaml", "Mixtral-8x7B.yaml", "train_gpt3_175b_distributed.sh",
         "train_mixtral_8x7b_distributed.sh", "sbatch_mfsdp_deepseek_v3.sh", "train_llama3_8b_h100_fp8.sh"}) {
-    const auto l = load_megatron_args(data(f), zoo);
+    const auto l = load_megatron_args(megatron_data(f), zoo);
     for (const auto& u : l.unmodelled) EXPECT_EQ(u.find("unknown flag"), std::string::npos) << f << ": " << u;
     EXPECT_GT(l.unused.size(), 10u) << f;
   }
 }
 
 TEST(MegatronArgs, HostileInputs) {
-  const auto err = [](const std::string& text) { return error_of([&] { import_megatron_args(text, "t"); }); };
+  const auto err = [](const std::string& text) { return megatron_error_of([&] { import_megatron_args(text, "t"); }); };
   EXPECT_EQ(err("--num-layers"), "--num-layers: is missing its value");
   EXPECT_EQ(err("--num-layers 3x"), "--num-layers: needs an integer, got '3x'");
   EXPECT_NE(err("--num-layers 99999999999999999999999").find("out of range"), std::string::npos);
