@@ -278,8 +278,10 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b) {
     const auto& buf = p.precision.buffers[i];
     line(printable(buf.name, 60), w.buffer_bytes[i],
          offloaded(buf, l)          ? "in host memory (offloaded)"
-         : l.zero >= buf.shard_from ? "sharded over " + std::to_string(l.shard_degree())
-                                    : "");
+         : l.zero >= buf.shard_from
+             ? "sharded over " + std::to_string(l.shard_degree()) +
+                   (w.expert_params_on_rank ? ", the experts' over " + std::to_string(l.expert_shard_degree()) : "")
+             : "");
   }
   if (w.host_offload) line("host memory (offloaded, not counted)", w.host_offload);
   if (w.transient)

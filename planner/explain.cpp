@@ -46,9 +46,19 @@ void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
   if (pc.stated)
     o << "  Psi = " << psi_str(pc) << " parameters, as the preset states it (spread evenly over the "
       << m.layers << " layers)\n";
-  else
+  else if (m.moe.enabled()) {
+    const std::int64_t moe = pc.moe_before.back(), dense = m.layers - moe;
+    o << "  Psi = dense layers*layer + MoE layers*MoE layer + embedding + output + MTP = " << dense << " * "
+      << pc.dense_layer.total() << " + " << moe << " * " << pc.moe_layer.total() << " + " << pc.embedding << " + "
+      << pc.output << " + " << pc.mtp_total << " = " << psi_str(pc) << " parameters (from the dimensions; "
+      << eng(static_cast<double>(pc.active)) << " active per token)\n";
+    o << "  a MoE layer: " << pc.moe_layer.sharded << " split by tp + " << pc.moe_layer.replicated
+      << " replicated + " << pc.moe_layer.expert << " routed experts split by ep x expert tp ("
+      << "docs/model.md section 11c)\n";
+  } else {
     o << "  Psi = L*layer + embedding + output = " << m.layers << " * " << pc.per_layer << " + "
       << pc.embedding << " + " << pc.output << " = " << psi_str(pc) << " parameters (from the dimensions)\n";
+  }
   const double state = static_cast<double>(pc.total) * static_cast<double>(bpp);
   o << "  state = " << psi_str(pc) << " * " << bpp << " = " << eng(state) << " bytes = " << eng(state)
     << " / 2^30 = " << fixed(state / gib, 1) << " GiB\n";

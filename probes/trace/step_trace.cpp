@@ -188,6 +188,11 @@ class schedule_walker {
 
 step_trace build_trace(const problem& p, const layout& l, int stage) {
   const breakdown b = estimate(p, l);
+  if (p.model.moe.enabled())
+    throw bad_input("model", "the trace replays dense layers only: a mixture-of-experts model is not traced "
+                             "or probed by this version (`plan` models it)");
+  if (l.reduce_bucket || l.prefetch_bucket)
+    throw bad_input("deepspeed-config", "the trace does not replay DeepSpeed's buckets yet (`plan` models them)");
   if (l.zero == 3 && !l.reshard_after_forward)
     throw bad_input("reshard-after-forward",
                     "the trace does not model FSDP without resharding yet (the "
