@@ -20,16 +20,9 @@
 
 namespace headroom::cli {
 
-void add_problem_options(CLI::App* c, plan_options& o) {
-  o.app = c;
-  auto* model = c->add_option_group("model", "exactly one of these");
-  model->add_option("--preset", o.preset, "Model preset name (presets/NAME.json)");
-  model->add_option("--model", o.model_file, "Model file in the preset format");
-  model->add_option("--hf-config", o.hf_config, "HuggingFace config.json (dense and MoE families)");
-  model->add_option("--megatron-args", o.megatron_args,
-                    "A Megatron-LM pretrain_gpt.py command line or its YAML form (file or string): model, layout "
-                    "and recipe");
-  model->require_option(1);
+namespace {
+// Adds the launch importers' and the mixture-of-experts options (cli/launch_options.hpp, docs/model.md 11c).
+void add_launch_and_moe_options(CLI::App* c, plan_options& o) {
   c->add_option("--megatron-var", o.megatron_vars,
                 "NAME=VALUE a Megatron launch refers to and its launcher sets (ModelZoo's ${TP}, ${PP}); repeatable");
   c->add_option("--deepspeed-config", o.deepspeed_config,
@@ -60,6 +53,20 @@ void add_problem_options(CLI::App* c, plan_options& o) {
                 "What selective recomputation drops (Megatron's names): core_attn, layernorm, mla_up_proj, "
                 "moe_act, mlp, moe, shared_experts")
       ->delimiter(',');
+}
+}  // namespace
+
+void add_problem_options(CLI::App* c, plan_options& o) {
+  o.app = c;
+  auto* model = c->add_option_group("model", "exactly one of these");
+  model->add_option("--preset", o.preset, "Model preset name (presets/NAME.json)");
+  model->add_option("--model", o.model_file, "Model file in the preset format");
+  model->add_option("--hf-config", o.hf_config, "HuggingFace config.json (dense and MoE families)");
+  model->add_option("--megatron-args", o.megatron_args,
+                    "A Megatron-LM pretrain_gpt.py command line or its YAML form (file or string): model, layout "
+                    "and recipe");
+  model->require_option(1);
+  add_launch_and_moe_options(c, o);
   c->add_option("--seq,--seq-length", o.seq, "Sequence length (default: the model's); 8k = 8192")
       ->transform(count_from_text);
   c->add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch")->capture_default_str();

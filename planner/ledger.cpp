@@ -47,6 +47,38 @@ std::int64_t routed_rows(const model_spec& m, const ledger_shape& s) {
   return static_cast<std::int64_t>(rows);
 }
 
+// Adds a MoE MLP's tensors (docs/model.md 11c) through `add`, the ledger's entry maker.
+template <class Add>
+void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::string& T, const std::string& a16,
+                     Add& add) {
+  const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
+  const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
+  const std::uint32_t norm_out = bit(recompute_module::layernorm);
+  // A MoE MLP (docs/model.md, "Routed tokens"; Megatron-Core moe_layer.py, router.py, token_dispatcher.py,
+  // experts.py): the norm's output feeds the router, the shared experts and the dispatcher.
+  const auto& x = m.moe;
+  const std::uint32_t moe = bit(recompute_module::moe), act_mod = bit(recompute_module::moe_act);
+  const std::uint32_t shared = bit(recompute_module::shared_experts) | moe;
+  const std::int64_t E = x.experts, R = routed_rows(m, s), etp = s.expert_tp();
+  const std::int64_t fe = x.expert_ffn / etp, fc1 = m.mlp == mlp_kind::swiglu ? 2 * fe : fe;
+  add("moe.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
+  add("moe.router.probs", a16 + "*s*b*E" + T, {s_sp, b, E}, act, act_role::saved, moe);
+  add("moe.routing_map", "8*s*b*E" + T, {s_sp, b, E}, 8, act_role::saved, moe);
+  if (x.shared_ffn > 0) {
+    const std::int64_t fs = x.shared_ffn / t, sfc1 = m.mlp == mlp_kind::swiglu ? 2 * fs : fs;
+    add("moe.shared.fc1.output", a16 + "*s*b*" + (sfc1 == fs ? "" : "2*") + "Fs/t", {s_local, b, sfc1}, act,
+        act_role::saved, shared);
+    add("moe.shared.act.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
+  }
+  // R routed rows (routed_rows): the experts' input after dispatch, fc1's output (2F wide for SwiGLU), the
+  // activation's output, and fc2's output after the expert-tp reduce-scatter, kept for the weighted combine.
+  add("moe.experts.fc1.input", a16 + "*R*h", {R, h}, act, act_role::saved, moe);
+  add("moe.experts.fc1.output", a16 + "*R*" + (fc1 == fe ? "" : "2*") + "F/etp", {R, fc1}, act, act_role::saved,
+      moe);
+  add("moe.experts.act.output", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
+  add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
+}
+
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer) {
   if (moe_layer && !m.moe.enabled()) throw bad_input("model", "a MoE layer asked of a dense model");
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch;
@@ -120,29 +152,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   if (!m.parallel_residual) add("ln2.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved);
   if (m.norms_per_layer == 2) add("ln2.stats", stats_formula, {s_sp, b, stats}, 4, act_role::saved);
   if (moe_layer) {
-    // A MoE MLP (docs/model.md, "Routed tokens"; Megatron-Core moe_layer.py, router.py, token_dispatcher.py,
-    // experts.py): the norm's output feeds the router, the shared experts and the dispatcher.
-    const auto& x = m.moe;
-    const std::uint32_t moe = bit(recompute_module::moe), act_mod = bit(recompute_module::moe_act);
-    const std::uint32_t shared = bit(recompute_module::shared_experts) | moe;
-    const std::int64_t E = x.experts, R = routed_rows(m, s), etp = s.expert_tp();
-    const std::int64_t fe = x.expert_ffn / etp, fc1 = m.mlp == mlp_kind::swiglu ? 2 * fe : fe;
-    add("moe.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
-    add("moe.router.probs", a16 + "*s*b*E" + T, {s_sp, b, E}, act, act_role::saved, moe);
-    add("moe.routing_map", "8*s*b*E" + T, {s_sp, b, E}, 8, act_role::saved, moe);
-    if (x.shared_ffn > 0) {
-      const std::int64_t fs = x.shared_ffn / t, sfc1 = m.mlp == mlp_kind::swiglu ? 2 * fs : fs;
-      add("moe.shared.fc1.output", a16 + "*s*b*" + (sfc1 == fs ? "" : "2*") + "Fs/t", {s_local, b, sfc1}, act,
-          act_role::saved, shared);
-      add("moe.shared.act.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
-    }
-    // R routed rows (routed_rows): the experts' input after dispatch, fc1's output (2F wide for SwiGLU), the
-    // activation's output, and fc2's output after the expert-tp reduce-scatter, kept for the weighted combine.
-    add("moe.experts.fc1.input", a16 + "*R*h", {R, h}, act, act_role::saved, moe);
-    add("moe.experts.fc1.output", a16 + "*R*" + (fc1 == fe ? "" : "2*") + "F/etp", {R, fc1}, act, act_role::saved,
-        moe);
-    add("moe.experts.act.output", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
-    add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
+    moe_mlp_entries(m, s, T, a16, add);
     if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
     return out;
   }

@@ -349,6 +349,56 @@ std::vector<bool> parse_layer_pattern(const std::string& expr, const std::string
   return v;
 }
 
+namespace {
+// Reads a model file's "moe" and "mla" objects into `m` (docs/model.md, "Model files"). Throws bad_input.
+void read_moe_and_mla(const nlohmann::json& j, const std::string& origin, model_spec& m) {
+  using namespace detail;
+  if (auto it = j.find("moe"); it != j.end() && !it->is_null()) {
+    const std::string o = origin + ".moe";
+    if (!it->is_object()) throw bad_input(o, "expected an object");
+    require_known_keys(*it, {"experts", "top_k", "expert_ffn", "shared_ffn", "shared_gate", "router_bias",
+                             "expert_bias", "layers", "mtp_layers"},
+                       o);
+    auto& x = m.moe;
+    x.experts = int_field(*it, "experts", o, 1, 1'000'000);
+    x.top_k = int_field(*it, "top_k", o, 1, x.experts);
+    x.expert_ffn = opt_int_field(*it, "expert_ffn", o, 1, max_width).value_or(m.ffn_hidden);
+    x.shared_ffn = opt_int_field(*it, "shared_ffn", o, 0, max_width).value_or(0);
+    x.shared_gate = opt_bool_field(*it, "shared_gate", o).value_or(false);
+    x.router_bias = opt_bool_field(*it, "router_bias", o).value_or(false);
+    x.expert_bias = opt_bool_field(*it, "expert_bias", o).value_or(false);
+    x.mtp_layers = opt_int_field(*it, "mtp_layers", o, 0, 16).value_or(0);
+    const auto lt = it->find("layers");
+    if (lt == it->end() || lt->is_null()) {
+      x.layers.assign(static_cast<std::size_t>(m.layers), true);  // every layer MoE (Mixtral)
+    } else if (lt->is_string()) {
+      x.layers = parse_layer_pattern(lt->get<std::string>(), o + ".layers");
+    } else if (lt->is_array()) {
+      if (lt->size() > static_cast<std::size_t>(max_layers))
+        throw bad_input(o + ".layers", "more entries than layers can have");
+      for (const auto& v : *lt) {
+        if (!v.is_number_integer() || (v.get<std::int64_t>() != 0 && v.get<std::int64_t>() != 1))
+          throw bad_input(o + ".layers", "entries must be 0 (dense) or 1 (MoE)");
+        x.layers.push_back(v.get<std::int64_t>() == 1);
+      }
+    } else {
+      throw bad_input(o + ".layers", "expected a list of 0/1 or a pattern such as \"[0]*3+[1]*58\"");
+    }
+  }
+  if (auto it = j.find("mla"); it != j.end() && !it->is_null()) {
+    const std::string o = origin + ".mla";
+    if (!it->is_object()) throw bad_input(o, "expected an object");
+    require_known_keys(*it, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
+                       o);
+    m.mla.q_lora_rank = opt_int_field(*it, "q_lora_rank", o, 0, max_width).value_or(0);
+    m.mla.kv_lora_rank = int_field(*it, "kv_lora_rank", o, 1, max_width);
+    m.mla.qk_nope_head_dim = int_field(*it, "qk_nope_head_dim", o, 1, max_width);
+    m.mla.qk_rope_head_dim = int_field(*it, "qk_rope_head_dim", o, 1, max_width);
+    m.mla.v_head_dim = int_field(*it, "v_head_dim", o, 1, max_width);
+  }
+}
+}  // namespace
+
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
@@ -409,49 +459,7 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.parallel_residual = opt_bool_field(j, "parallel_residual", origin).value_or(false);
   m.stated_params = opt_int_field(j, "params", origin, 1, INT64_MAX / 64);
   m.attention_sinks = opt_bool_field(j, "attention_sinks", origin).value_or(false);
-  if (auto it = j.find("moe"); it != j.end() && !it->is_null()) {
-    const std::string o = origin + ".moe";
-    if (!it->is_object()) throw bad_input(o, "expected an object");
-    require_known_keys(*it, {"experts", "top_k", "expert_ffn", "shared_ffn", "shared_gate", "router_bias",
-                             "expert_bias", "layers", "mtp_layers"},
-                       o);
-    auto& x = m.moe;
-    x.experts = int_field(*it, "experts", o, 1, 1'000'000);
-    x.top_k = int_field(*it, "top_k", o, 1, x.experts);
-    x.expert_ffn = opt_int_field(*it, "expert_ffn", o, 1, max_width).value_or(m.ffn_hidden);
-    x.shared_ffn = opt_int_field(*it, "shared_ffn", o, 0, max_width).value_or(0);
-    x.shared_gate = opt_bool_field(*it, "shared_gate", o).value_or(false);
-    x.router_bias = opt_bool_field(*it, "router_bias", o).value_or(false);
-    x.expert_bias = opt_bool_field(*it, "expert_bias", o).value_or(false);
-    x.mtp_layers = opt_int_field(*it, "mtp_layers", o, 0, 16).value_or(0);
-    const auto lt = it->find("layers");
-    if (lt == it->end() || lt->is_null()) {
-      x.layers.assign(static_cast<std::size_t>(m.layers), true);  // every layer MoE (Mixtral)
-    } else if (lt->is_string()) {
-      x.layers = parse_layer_pattern(lt->get<std::string>(), o + ".layers");
-    } else if (lt->is_array()) {
-      if (lt->size() > static_cast<std::size_t>(max_layers))
-        throw bad_input(o + ".layers", "more entries than layers can have");
-      for (const auto& v : *lt) {
-        if (!v.is_number_integer() || (v.get<std::int64_t>() != 0 && v.get<std::int64_t>() != 1))
-          throw bad_input(o + ".layers", "entries must be 0 (dense) or 1 (MoE)");
-        x.layers.push_back(v.get<std::int64_t>() == 1);
-      }
-    } else {
-      throw bad_input(o + ".layers", "expected a list of 0/1 or a pattern such as \"[0]*3+[1]*58\"");
-    }
-  }
-  if (auto it = j.find("mla"); it != j.end() && !it->is_null()) {
-    const std::string o = origin + ".mla";
-    if (!it->is_object()) throw bad_input(o, "expected an object");
-    require_known_keys(*it, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"},
-                       o);
-    m.mla.q_lora_rank = opt_int_field(*it, "q_lora_rank", o, 0, max_width).value_or(0);
-    m.mla.kv_lora_rank = int_field(*it, "kv_lora_rank", o, 1, max_width);
-    m.mla.qk_nope_head_dim = int_field(*it, "qk_nope_head_dim", o, 1, max_width);
-    m.mla.qk_rope_head_dim = int_field(*it, "qk_rope_head_dim", o, 1, max_width);
-    m.mla.v_head_dim = int_field(*it, "v_head_dim", o, 1, max_width);
-  }
+  read_moe_and_mla(j, origin, m);
   validate(m);
   return m;
 }
