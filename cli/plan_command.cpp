@@ -186,6 +186,11 @@ bool given(const plan_options& o, const char* name) {
 }
 
 problem problem_from(const plan_options& o) {
+  if (!o.imports_applied && (!o.megatron_args.empty() || !o.deepspeed_config.empty() || !o.torchtitan_config.empty()))
+    throw bad_input(!o.megatron_args.empty() ? "megatron-args" : !o.deepspeed_config.empty() ? "deepspeed-config"
+                                                                                              : "torchtitan-config",
+                    "launch files are read by `headroom plan`; here give the model and layout flags it prints "
+                    "(plan --explain)");
   problem p;
   if (o.inline_model)
     p.model = *o.inline_model;
@@ -289,6 +294,7 @@ layout layout_from(const plan_options& o) {
 int run_plan(const plan_options& options) {
   plan_options o = options;
   const std::vector<launch_import> imports = apply_imports(o);
+  o.imports_applied = true;
   const problem p = problem_from(o);
   if (!o.gpu_type.empty()) {  // the type's rate and links rank layouts unless stated
     const gpu_type& g = find_gpu_type(o.gpu_type);

@@ -45,6 +45,7 @@ struct plan_options {
   std::vector<std::string> megatron_vars;  // --megatron-var NAME=VALUE: what a launcher sets before the text
   bool allow_unmodelled = false;
   std::vector<std::string> imported;  // options an importer set (given() counts them as given)
+  bool imports_applied = false;       // apply_imports ran (only `plan` runs it; the others refuse importers)
   std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config
   std::vector<std::int64_t> pp_layout;
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;

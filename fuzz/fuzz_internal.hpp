@@ -1,5 +1,5 @@
 // fuzz_internal.hpp: what the fuzz targets' bodies share (fuzz_targets.cpp dispatches; the targets over
-// the launcher's variables, printable strings and output files live in files of their own).
+// the launcher's variables, printable strings, output files and launch importers live in files of their own).
 #pragma once
 
 #include <cstddef>
@@ -40,5 +40,10 @@ void fuzz_launcher(std::string_view bytes);
 void fuzz_printable(std::string_view bytes);
 // The outputs target: probes::output_set over spellings of files in a scratch directory.
 void fuzz_outputs(std::string_view bytes);
+// The launch importers' targets (imports_target.cpp): a Megatron-LM launch text or YAML, a DeepSpeed JSON
+// config, a torchtitan TOML job file with overrides.
+void fuzz_megatron_args(std::string_view bytes);
+void fuzz_deepspeed_config(std::string_view bytes);
+void fuzz_torchtitan_config(std::string_view bytes);
 
 }  // namespace headroom::fuzz

@@ -5,12 +5,13 @@
 // decisive total is within the capacity, no byte count is negative, a replay's reserved bytes cover its
 // allocated ones, a snapshot holds no more records than its limit. The targets over the launcher's
 // variables, printable strings and output files are in launcher_target.cpp, printable_target.cpp and
-// outputs_target.cpp. A violation aborts (a finding).
+// outputs_target.cpp; those over the launch importers in imports_target.cpp. A violation aborts (a finding).
 #include "fuzz_targets.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -94,22 +95,28 @@ void fuzz_snapshot(std::string_view bytes) {
 }  // namespace
 
 const std::vector<std::string>& fuzz_target_names() {
-  static const std::vector<std::string> names = {"model",    "hf_config",   "recipe",      "problem",
-                                                 "trace",    "measurement", "calibration", "snapshot",
-                                                 "launcher", "printable",   "outputs"};
+  static const std::vector<std::string> names = {
+      "model",       "hf_config",     "recipe",           "problem",          "trace",
+      "measurement", "calibration",   "snapshot",         "launcher",         "printable",
+      "outputs",     "megatron_args", "deepspeed_config", "torchtitan_config"};
   return names;
 }
 
 int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  if (target == "snapshot") {
-    fuzz_snapshot(bytes);
+  // The targets that read the bytes themselves; the others read them as JSON first.
+  static const std::map<std::string_view, void (*)(std::string_view)> byte_targets = {
+      {"snapshot", fuzz_snapshot},
+      {"launcher", fuzz_launcher},
+      {"printable", fuzz_printable},
+      {"outputs", fuzz_outputs},
+      {"megatron_args", fuzz_megatron_args},
+      {"deepspeed_config", fuzz_deepspeed_config},
+      {"torchtitan_config", fuzz_torchtitan_config}};
+  if (const auto it = byte_targets.find(target); it != byte_targets.end()) {
+    it->second(bytes);
     return 0;
   }
-  if (target == "launcher") fuzz_launcher(bytes);
-  if (target == "printable") fuzz_printable(bytes);
-  if (target == "outputs") fuzz_outputs(bytes);
-  if (target == "launcher" || target == "printable" || target == "outputs") return 0;
   const std::string text(bytes);
   nlohmann::json j;
   try {

@@ -18,9 +18,9 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 rank_params layer_params_on_rank(const param_counts& pc, const layout& l) {
   auto of = [&](const layer_params& x) {
     return rank_params{ceil_div(x.sharded, l.tp) + x.replicated,
-                       ceil_div(x.expert, static_cast<std::int64_t>(l.ep) * l.expert_tp())};
+                       ceil_div(x.expert, static_cast<std::int64_t>(l.ep) * l.expert_tp()), x.replicated};
   };
-  if (pc.moe_before.empty()) return {ceil_div(pc.per_layer, l.tp), 0};
+  if (pc.moe_before.empty()) return {ceil_div(pc.per_layer, l.tp), 0, 0};
   const rank_params d = of(pc.dense_layer), m = of(pc.moe_layer);
   return m.total() >= d.total() ? m : d;
 }
@@ -78,7 +78,7 @@ rank_params stage_params_on_rank(const problem& p, const param_counts& pc, const
     const std::int64_t stage_params =
         layers * l.pp == L ? pc.total / l.pp
                            : static_cast<std::int64_t>(static_cast<wide_int>(pc.total) * layers / L);
-    return {ceil_div(stage_params, l.tp), 0};
+    return {ceil_div(stage_params, l.tp), 0, 0};
   }
   const std::int64_t dense_layers = layers - moe_layers;
   std::int64_t sharded = dense_layers * pc.dense_layer.sharded + moe_layers * pc.moe_layer.sharded;
@@ -93,19 +93,28 @@ rank_params stage_params_on_rank(const problem& p, const param_counts& pc, const
     replicated += pc.output_replicated + pc.mtp.replicated;
     expert += pc.mtp.expert;
   }
-  return {ceil_div(sharded, l.tp) + replicated, ceil_div(expert, static_cast<std::int64_t>(l.ep) * l.expert_tp())};
+  // What is not a layer's linear weight: the replicated part, and the embedding and head split by tp.
+  std::int64_t head = 0;
+  if (stage == 0) head += pc.embedding - pc.embedding_replicated;
+  if (stage == l.pp - 1) head += pc.output - pc.output_replicated + (l.pp > 1 ? pc.output_tied : 0);
+  const std::int64_t dense = ceil_div(sharded, l.tp) + replicated;
+  return {dense, ceil_div(expert, static_cast<std::int64_t>(l.ep) * l.expert_tp()),
+          std::min(dense, ceil_div(head, l.tp) + replicated)};
 }
 
-std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, const rank_params& on_rank) {
-  const std::int64_t dense = b.bytes * on_rank.dense, expert = b.bytes * on_rank.expert;
+std::int64_t buffer_bytes(const recipe& r, std::size_t i, const layout& l, const rank_params& on_rank) {
+  const recipe_buffer& b = r.buffers[i];
+  const bool linear = r.linear_only >> i & 1, other = r.other_only >> i & 1;
+  const std::int64_t dense_count = linear ? on_rank.dense - on_rank.other : other ? on_rank.other : on_rank.dense;
+  const std::int64_t dense = b.bytes * dense_count, expert = other ? 0 : b.bytes * on_rank.expert;
   if (l.zero < b.shard_from) return dense + expert;
   return ceil_div(dense, l.shard_degree()) + (expert ? ceil_div(expert, l.expert_shard_degree()) : 0);
 }
 
 std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank) {
   std::int64_t sum = 0;
-  for (const auto& b : p.precision.buffers)
-    if (!offloaded(b, l)) sum += buffer_bytes(b, l, on_rank);
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i)
+    if (!offloaded(p.precision.buffers[i], l)) sum += buffer_bytes(p.precision, i, l, on_rank);
   return sum;
 }
 
@@ -141,7 +150,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   const auto& bufs = p.precision.buffers;
   for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
     const auto& b = bufs[i];
-    const std::int64_t bytes = buffer_bytes(b, l, on_rank);
+    const std::int64_t bytes = buffer_bytes(p.precision, i, l, on_rank);
     if (offloaded(b, l)) {
       s.host_offload += bytes;
       continue;

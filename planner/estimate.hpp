@@ -87,6 +87,8 @@ struct breakdown {
 struct rank_params {
   std::int64_t dense = 0;
   std::int64_t expert = 0;
+  std::int64_t other = 0;  // of `dense`, what is not a transformer layer's linear weight: embedding, head,
+                           // norms, router (recipes with FP8 copies price the linear weights apart)
   constexpr std::int64_t total() const { return dense + expert; }
 };
 
@@ -138,9 +140,10 @@ inline bool offloaded(const recipe_buffer& b, bool offload_optimizer) {
 inline bool offloaded(const recipe_buffer& b, const layout& l) {
   return offloaded(b, l.offload_optimizer);
 }
-// Returns the bytes of buffer `b` for the rank's parameters: the dense part divided over the dp * cp shards
-// and the experts' over the expert data-parallel shards, when the ZeRO stage shards the buffer.
-std::int64_t buffer_bytes(const recipe_buffer& b, const layout& l, const rank_params& on_rank);
+// Returns the bytes of buffer `i` of recipe `r` for the rank's parameters: the dense part divided over the
+// dp * cp shards and the experts' over the expert data-parallel shards, when the ZeRO stage shards the buffer;
+// a buffer of the linear weights only (or of the rest only, recipe::linear_only / other_only) counts its part.
+std::int64_t buffer_bytes(const recipe& r, std::size_t i, const layout& l, const rank_params& on_rank);
 // Returns the bytes of every buffer kept on the GPU (params + grads + master + optimizer).
 std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank);
 // Returns the ZeRO-3 gather transient of a stage of `layers` layers, in bytes (0 below ZeRO-3).

@@ -15,6 +15,7 @@ ledger_shape shape_of(const problem& p, const layout& l) {
   s.etp = l.etp;
   s.routing = p.training.routing;
   s.recompute_modules = p.training.recompute_modules;
+  s.fp8 = p.precision.fp8_activations;
   return s;
 }
 
@@ -54,6 +55,8 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
   const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
   const std::uint32_t norm_out = bit(recompute_module::layernorm);
+  const std::int64_t lin = s.linear_input_bytes();  // a linear layer's saved input: FP8 or not
+  const std::string lin16 = std::to_string(lin);
   // A MoE MLP (docs/model.md, "Routed tokens"; Megatron-Core moe_layer.py, router.py, token_dispatcher.py,
   // experts.py): the norm's output feeds the router, the shared experts and the dispatcher.
   const auto& x = m.moe;
@@ -68,14 +71,14 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
     const std::int64_t fs = x.shared_ffn / t, sfc1 = m.mlp == mlp_kind::swiglu ? 2 * fs : fs;
     add("moe.shared.fc1.output", a16 + "*s*b*" + (sfc1 == fs ? "" : "2*") + "Fs/t", {s_local, b, sfc1}, act,
         act_role::saved, shared);
-    add("moe.shared.act.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
+    add("moe.shared.act.output", lin16 + "*s*b*Fs/t", {s_local, b, fs}, lin, act_role::saved, shared | act_mod);
   }
   // R routed rows (routed_rows): the experts' input after dispatch, fc1's output (2F wide for SwiGLU), the
   // activation's output, and fc2's output after the expert-tp reduce-scatter, kept for the weighted combine.
-  add("moe.experts.fc1.input", a16 + "*R*h", {R, h}, act, act_role::saved, moe);
+  add("moe.experts.fc1.input", lin16 + "*R*h", {R, h}, lin, act_role::saved, moe);
   add("moe.experts.fc1.output", a16 + "*R*" + (fc1 == fe ? "" : "2*") + "F/etp", {R, fc1}, act, act_role::saved,
       moe);
-  add("moe.experts.act.output", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
+  add("moe.experts.act.output", lin16 + "*R*F/etp", {R, fe}, lin, act_role::saved, moe | act_mod);
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
 }
 
@@ -100,13 +103,15 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   const std::string T = s.sp ? "/t" : "";
   const std::string a16 = std::to_string(act);
   const std::uint32_t norm_out = bit(recompute_module::layernorm);
+  const std::int64_t lin = s.linear_input_bytes();  // a linear layer's saved input: FP8 or not
+  const std::string lin16 = std::to_string(lin);
   add("ln1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::layer_input);
   // Each norm keeps fp32 statistics per token for backward: LayerNorm mean and rstd, RMSNorm rstd
   // (Apex's FusedLayerNorm and Transformer Engine save them; Korthikanti et al. leave them out).
   const std::int64_t stats = m.norm == norm_kind::layernorm ? 2 : 1;
   const std::string stats_formula = std::to_string(4 * stats) + "*s*b" + T;
   add("ln1.stats", stats_formula, {s_sp, b, stats}, 4, act_role::saved);
-  add("attn.qkv.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
+  add("attn.qkv.input", lin16 + "*s*b*h" + T, {s_sp, b, h}, lin, act_role::saved, norm_out);
   std::int64_t proj_width = q_width;
   if (m.mla.enabled()) {
     // Multi-latent attention (docs/model.md, "Multi-latent attention"): the latent projections' outputs and
@@ -116,12 +121,12 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     const std::int64_t qk = x.qk_nope_head_dim + x.qk_rope_head_dim;
     if (x.q_lora_rank > 0) {
       add("attn.q_down.output", a16 + "*s*b*q_lora" + T, {s_sp, b, x.q_lora_rank}, act, act_role::saved);
-      add("attn.q_norm.output", a16 + "*s*b*q_lora" + T, {s_sp, b, x.q_lora_rank}, act, act_role::saved,
+      add("attn.q_norm.output", lin16 + "*s*b*q_lora" + T, {s_sp, b, x.q_lora_rank}, lin, act_role::saved,
           norm_out);
     }
     add("attn.kv_down.output", a16 + "*s*b*(kv_lora+rope)" + T, {s_sp, b, x.kv_lora_rank + x.qk_rope_head_dim},
         act, act_role::saved);
-    add("attn.kv_norm.output", a16 + "*s*b*kv_lora" + T, {s_sp, b, x.kv_lora_rank}, act, act_role::saved, norm_out);
+    add("attn.kv_norm.output", lin16 + "*s*b*kv_lora" + T, {s_sp, b, x.kv_lora_rank}, lin, act_role::saved, norm_out);
     const std::uint32_t up = bit(recompute_module::mla_up_proj);
     add("attn.q", a16 + "*s*b*a*(nope+rope)/t", {s_local, b, heads * qk}, act, act_role::saved, up);
     add("attn.k", a16 + "*s*b*a*(nope+rope)/t", {s_local, b, heads * qk}, act, act_role::saved, up);
@@ -144,7 +149,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
   }
   if (!m.mla.enabled()) add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
-  add("attn.proj.input", a16 + (m.mla.enabled() ? "*s*b*a*v/t" : "*s*b*a*d/t"), {s_local, b, proj_width}, act,
+  add("attn.proj.input", lin16 + (m.mla.enabled() ? "*s*b*a*v/t" : "*s*b*a*d/t"), {s_local, b, proj_width}, lin,
       act_role::saved);
   if (m.dropout) add("attn.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
   // Parallel residual (GPT-NeoX, Falcon): the MLP's norm reads the layer input, which is already kept;
@@ -158,7 +163,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   }
   const std::uint32_t mlp = bit(recompute_module::mlp);
   if (m.norms_per_layer == 2)
-    add("mlp.fc1.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
+    add("mlp.fc1.input", lin16 + "*s*b*h" + T, {s_sp, b, h}, lin, act_role::saved, norm_out);
   if (m.mlp == mlp_kind::gelu) {
     add("mlp.gelu.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
   } else {
@@ -166,7 +171,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     add("mlp.gate", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
     add("mlp.up", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
   }
-  add("mlp.fc2.input", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
+  add("mlp.fc2.input", lin16 + "*s*b*f/t", {s_local, b, f}, lin, act_role::saved, mlp);
   if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
   return out;
 }

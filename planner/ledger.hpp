@@ -66,6 +66,9 @@ struct ledger_shape {
   int etp = 0;  // expert tensor parallelism (0: tp)
   moe_routing routing;
   std::uint32_t recompute_modules = default_recompute_modules;
+  bool fp8 = false;  // FP8 training: the linear layers' saved inputs are 1 byte (recipe::fp8_activations)
+  // Returns the bytes of a linear layer's saved input: 1 under FP8, else the activation bytes.
+  std::int64_t linear_input_bytes() const { return fp8 ? 1 : activation_bytes; }
   // Returns the expert tp degree.
   int expert_tp() const { return etp > 0 ? etp : tp; }
 };

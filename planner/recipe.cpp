@@ -45,10 +45,48 @@ const char* to_string(buffer_kind k) {
 
 std::vector<std::string> builtin_recipes() {
   return {"bf16-adam",     "fp32-adam",        "fp16-adam",      "bf16-adam-fp32-grads",
-          "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16"};
+          "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16",
+          "megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments"};
 }
 
 namespace {
+// Returns the distributed optimizer's FP8 and precision-aware variants (empty when `name` is none of them).
+recipe megatron_variant(const std::string& name) {
+  using k = buffer_kind;
+  if (name == "megatron-distopt-fp8" || name == "megatron-distopt-fp8-param-gather") {
+    // FP8 training with TransformerEngine (delayed or current scaling) under Megatron's distributed optimizer.
+    // FP8 adds before it subtracts: the bf16 weights stay and every linear weight gains an FP8 copy and, on
+    // Hopper, its FP8 transpose for the backward GEMMs (TransformerEngine issues #1261, #257: "TE keeps both
+    // high-precision and FP8 copies by default"; MXFP8 on Blackwell keeps two scaling layouts, also 2 bytes,
+    // issue #1880). With --fp8-param-gather the fp32 master is cast straight into the FP8 weights, and no bf16
+    // copy exists (issue #1764). Saved linear inputs are FP8 (1 byte; issue #1764: the FP8 data or its
+    // transpose). The amax histories (1024 fp32 entries per FP8 tensor) are a few MiB, left to the reserve.
+    const bool gather = name == "megatron-distopt-fp8-param-gather";
+    recipe r{name, {}, 2, 0, 0, 0, true};
+    if (!gather) r.buffers.push_back({"bf16 parameters", k::params, 2, 4});
+    r.buffers.push_back({"FP8 weights + transposes (linear layers)", k::params, 2, 4});
+    if (gather) r.buffers.push_back({"bf16 parameters (embedding, head, norms)", k::params, 2, 4});
+    r.buffers.push_back({"fp32 main gradients (unsharded)", k::grads, 4, 4});
+    r.buffers.push_back({"fp32 master weights", k::master, 4, 1});
+    r.buffers.push_back({"Adam m (fp32)", k::optimizer, 4, 1});
+    r.buffers.push_back({"Adam v (fp32)", k::optimizer, 4, 1});
+    r.linear_only = gather ? 1u << 0 : 1u << 1;  // the FP8 buffer
+    if (gather) r.other_only = 1u << 1;          // the bf16 remainder
+    return r;
+  }
+  if (name == "megatron-distopt-bf16-moments")
+    // Megatron's precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16
+    // --exp-avg-sq-dtype bf16; megatron/core/transformer/moe/README.md l.364): Adam's moments in bf16.
+    return {name,
+            {{"bf16 parameters", k::params, 2, 4},
+             {"fp32 main gradients (unsharded)", k::grads, 4, 4},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (bf16)", k::optimizer, 2, 1},
+             {"Adam v (bf16)", k::optimizer, 2, 1}},
+            2, 0, 0, 0, false};
+  return {};
+}
+
 recipe builtin(const std::string& name) {
   using k = buffer_kind;
   if (name == "bf16-adam")  // docs/reference-case.md (a): ZeRO's 16Ψ
@@ -58,7 +96,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   if (name == "fp32-adam")  // no master copy: the weights are the master
     return {name,
             {{"fp32 parameters", k::params, 4, 3},
@@ -73,7 +111,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   if (name == "bf16-adam-fp32-grads")  // Megatron --accumulate-allreduce-grads-in-fp32: main_grad is fp32
     return {name,
             {{"bf16 parameters", k::params, 2, 3},
@@ -81,7 +119,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   if (name == "bf16-adam8bit")  // bitsandbytes 8-bit Adam: one byte per state (block scales ignored)
     return {name,
             {{"bf16 parameters", k::params, 2, 3},
@@ -89,7 +127,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (8-bit)", k::optimizer, 1, 1},
              {"Adam v (8-bit)", k::optimizer, 1, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   if (name == "megatron-distopt")
     // the distributed optimizer (--use-distributed-optimizer, Megatron-LM:docs/source/distrib_optimizer.md):
     // bf16 parameters and fp32 main gradients stay whole on every rank (gradients accumulate across
@@ -101,7 +139,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   if (name == "deepspeed-bf16")
     // DeepSpeed's BF16_Optimizer (bf16.enabled with ZeRO-1 or pipeline parallelism): the bf16 gradients,
     // plus an fp32 gradient accumulation buffer as large as the model, unsharded; master and Adam sharded.
@@ -112,7 +150,7 @@ recipe builtin(const std::string& name) {
              {"fp32 master weights", k::master, 4, 1},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   if (name == "fsdp2-bf16") {
     // torchtitan's FSDP2 (fully_shard with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32),
     // torchtitan/distributed/parallel_dims.py and parallelize.py): the fp32 parameters are the master copy,
@@ -123,10 +161,11 @@ recipe builtin(const std::string& name) {
               {"fp32 gradients", k::grads, 4, 2},
               {"Adam m (fp32)", k::optimizer, 4, 1},
               {"Adam v (fp32)", k::optimizer, 4, 1}},
-             2, 0};
+             2, 0, 0, 0, false};
     r.gather_bytes = 2;
     return r;
   }
+  if (name.rfind("megatron-distopt-", 0) == 0) return megatron_variant(name);
   if (name == "fp16-nomaster")
     // OPT-175B (Zhang et al., arXiv 2205.01068, section 2.5): fp16 weights, Adam state in fp32, no fp32
     // master copy; dynamic loss scaling: 2 + 2 + 8 = 12 bytes per parameter.
@@ -135,7 +174,7 @@ recipe builtin(const std::string& name) {
              {"fp16 gradients", k::grads, 2, 2},
              {"Adam m (fp32)", k::optimizer, 4, 1},
              {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0};
+            2, 0, 0, 0, false};
   return {};
 }
 }  // namespace

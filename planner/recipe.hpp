@@ -27,6 +27,12 @@ struct recipe {
   // Bytes per parameter of a gathered (unsharded) copy under ZeRO-3 / FSDP; 0: the parameters buffer's own
   // bytes. FSDP2 keeps fp32 shards and gathers bf16 (fsdp2-bf16: 2).
   std::int64_t gather_bytes = 0;
+  // Bit i set in linear_only: buffer i holds the transformer layers' linear weights only (TransformerEngine's
+  // FP8 copies); in other_only: everything else only (the embedding, output head, norms and router, which stay
+  // bf16 under --fp8-param-gather).
+  std::uint32_t linear_only = 0, other_only = 0;
+  // FP8 training (TransformerEngine): the linear layers' inputs are saved for backward in FP8, 1 byte.
+  bool fp8_activations = false;
   // Returns the bytes per parameter of a gathered copy.
   std::int64_t gathered_bytes_per_param() const { return gather_bytes > 0 ? gather_bytes : bytes_of(buffer_kind::params); }
 
@@ -38,7 +44,7 @@ struct recipe {
   // that is never sharded (Megatron's fp32 main gradients, DeepSpeed's BF16_Optimizer accumulation buffer)
   // runs up to ZeRO 1, since ZeRO 2 and 3 shard gradients; Megatron's distributed optimizer is ZeRO 1
   // itself. layout_error refuses a stage outside it where data parallelism shards; the search tries only it.
-  int lowest_zero() const { return name == "megatron-distopt" ? 1 : 0; }
+  int lowest_zero() const { return name.rfind("megatron-distopt", 0) == 0 ? 1 : 0; }
   int highest_zero() const;
 };
 

@@ -1,6 +1,7 @@
 // step_trace_test.cpp: the trace and the planner speak of the same tensors. Over a sweep of presets and
-// layouts, the trace's peak live bytes equal the planner's persistent + transient + activations +
-// max(backward working set, output phase), stage by stage; and the trace is well formed.
+// layouts, dense and mixture-of-experts, the trace's peak live bytes equal the planner's persistent +
+// transient + activations + max(backward working set, output phase), stage by stage; and the trace is well
+// formed.
 #include "probes/trace/step_trace.hpp"
 
 #include <gtest/gtest.h>
@@ -160,6 +161,177 @@ TEST(StepTrace, UnevenSplitsPeakAtThePlannersStepPeak) {
       EXPECT_TRUE(found) << want;
     }
   }
+}
+
+// Mixture of experts. DeepSeek-V3 (presets/deepseek-v3.json: layers 0-2 dense, 3-60 MoE, one MTP layer) on
+// NVIDIA's ModelZoo layout (tests/data/megatron/DeepSeek-V3.yaml: tp 1, pp 16, ep 64 on 1024 GPUs); 61 layers
+// over 16 stages put layers 0-3 on stage 0 (three dense, one MoE) and 58-60 on stage 15 (MoE, and the MTP
+// layer's state). Mixtral-8x7B (every layer MoE, 8 experts) at ep 8, interleaved too.
+problem moe_preset(const std::string& name, std::int64_t global_batch) {
+  problem p = test::preset_problem(name);
+  p.training.seq = 4096;
+  p.training.attention = attention_kind::flash;
+  p.training.global_batch = global_batch;
+  return p;
+}
+
+layout moe_layout(int gpus, int pp, int ep, int zero, recompute_mode r, int vpp = 1) {
+  layout l = test::make_layout(gpus, zero, r, 1, pp);
+  l.ep = ep;
+  l.vpp = vpp;
+  return l;
+}
+
+bool has_tensor(const step_trace& t, const std::string& name) {
+  for (const auto& x : t.tensors)
+    if (x.name == name) return true;
+  return false;
+}
+
+TEST(StepTrace, MoePresetsPeakAtThePlannersStepPeak) {
+  struct moe_case {
+    const char* name;
+    int gpus, pp, ep, vpp;
+    std::int64_t global_batch;
+    std::vector<int> stages;
+  };
+  int checked = 0;
+  for (const auto& mc : {moe_case{"deepseek-v3", 1024, 16, 64, 1, 1024, {0, 15}},
+                         moe_case{"mixtral-8x7b", 64, 1, 8, 1, 256, {0}},
+                         moe_case{"mixtral-8x7b", 64, 4, 8, 1, 256, {0, 1, 3}},
+                         moe_case{"mixtral-8x7b", 64, 4, 8, 2, 256, {0, 3}}}) {
+    const problem p = moe_preset(mc.name, mc.global_batch);
+    for (int zero : {0, 1, 2, 3})
+      for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+        const layout l = moe_layout(mc.gpus, mc.pp, mc.ep, zero, r, mc.vpp);
+        const breakdown b = estimate(p, l);
+        for (int k : mc.stages) {
+          const auto& s = b.stages[static_cast<std::size_t>(k)];
+          ASSERT_GT(s.moe_layers, 0);
+          const step_trace t = build_trace(p, l, k);
+          EXPECT_EQ(trace_peak(t).bytes,
+                    s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase))
+              << mc.name << " pp=" << mc.pp << " vpp=" << mc.vpp << " zero=" << zero << " " << to_string(r)
+              << " stage " << k;
+          EXPECT_EQ(trace_peak(t).bytes, s.step_peak);
+          ++checked;
+        }
+      }
+  }
+  EXPECT_EQ(checked, 4 * 3 * (2 + 1 + 3 + 2));
+}
+
+// Megatron's --moe-layer-freq 2 (layer 0 MoE, layer 31 dense) on Mixtral-8x7B's dimensions, full recompute:
+// the MoE layer's working set (dispatcher buffers) is the larger, but the stage's last layer is dense, so
+// by the time layer 30 runs its backward, layer 31 has freed what it kept: its input, s*b*h*2 bytes
+// (full recomputation keeps the layer input only). The trace peaks that much below the planner's step peak,
+// which adds the larger working set to every saved tensor; the planner is conservative here, not exact.
+TEST(StepTrace, AlternatingLayersPeakBelowThePlannerByTheFreedInput) {
+  problem p = moe_preset("mixtral-8x7b", 256);
+  p.model.moe.layers = moe_layer_pattern(32, 0, 2, 0);
+  const layout l = moe_layout(64, 1, 8, 1, recompute_mode::full);
+  const auto& s = estimate(p, l).stages[0];
+  ASSERT_GT(s.working_set, s.output_phase);
+  const step_trace t = build_trace(p, l, 0);
+  EXPECT_EQ(s.step_peak - trace_peak(t).bytes, 4096LL * 1 * 4096 * 2);
+  EXPECT_EQ(
+      t.tensors[static_cast<std::size_t>(t.events[trace_peak(t).event].tensor)].name.rfind("mb0.layer30.", 0),
+      0u);
+}
+
+// Each layer replays the ledger of its own kind, found by its global index: stage 0 of DeepSeek-V3 holds dense
+// layers 0-2 and MoE layer 3; only the MoE layer routes tokens, and only its backward holds the all-to-all
+// dispatcher's receive and sort buffers (Megatron-Core's default dispatcher in the ModelZoo launch).
+TEST(StepTrace, LayersReplayTheLedgerOfTheirKind) {
+  const problem p = moe_preset("deepseek-v3", 1024);
+  const step_trace t = build_trace(p, moe_layout(1024, 16, 64, 1, recompute_mode::selective), 0);
+  for (int j = 0; j < 3; ++j) {
+    const std::string layer = "mb0.layer" + std::to_string(j) + ".";
+    EXPECT_TRUE(has_tensor(t, layer + "mlp.fc1.input")) << layer;
+    EXPECT_FALSE(has_tensor(t, layer + "moe.router.probs")) << layer;
+    EXPECT_FALSE(has_tensor(t, layer + "moe.dispatch.receive")) << layer;
+  }
+  for (const char* name : {"moe.router.probs", "moe.experts.fc1.input", "moe.shared.fc1.output",
+                           "moe.dispatch.receive", "moe.dispatch.sort"})
+    EXPECT_TRUE(has_tensor(t, std::string("mb0.layer3.") + name)) << name;
+  EXPECT_FALSE(has_tensor(t, "mb0.layer3.mlp.fc1.input"));
+  EXPECT_FALSE(has_tensor(t, "mb0.layer4.ln1.input"));  // stage 1's
+  // Routed rows: top 8 of 4096 tokens, each 7168 wide in bf16 (docs/model.md, "Routed tokens").
+  for (const auto& x : t.tensors) {
+    if (x.name == "mb0.layer3.moe.experts.fc1.input") {
+      EXPECT_EQ(x.bytes, 8LL * 4096 * 7168 * 2);
+    }
+  }
+}
+
+// The state of a MoE rank is two tensors per buffer: the routed experts' shard over the expert data-parallel
+// ranks, dp * tp * cp / (ep * etp) = 64 / 64 = 1 here, the rest over dp = 64 (Megatron-Core parallel_state.py,
+// docs/model.md "State sharding"). The experts' parameters, from the config: 256 experts x 3 SwiGLU matrices
+// of 7168 x 2048 per MoE layer, over ep 64; stage 15 holds three MoE layers and the MTP layer (a MoE layer).
+TEST(StepTrace, MoeStateSplitsIntoTheDenseAndTheExpertsParts) {
+  const problem p = moe_preset("deepseek-v3", 1024);
+  const layout l = moe_layout(1024, 16, 64, 1, recompute_mode::selective);
+  const breakdown b = estimate(p, l);
+  const std::int64_t per_moe_layer = 256LL * 3 * 7168 * 2048 / 64;
+  for (auto [k, moe_layers] : {std::pair{0, 1}, std::pair{15, 4}}) {
+    const int stage = k;  // a lambda below names it (C++20 does not capture structured bindings in clang 14)
+    const step_trace t = build_trace(p, l, stage);
+    const auto& sb = b.stages[static_cast<std::size_t>(stage)];
+    auto bytes_of = [&](const std::string& name) {
+      for (const auto& x : t.tensors)
+        if (x.name == name) return x.bytes;
+      ADD_FAILURE() << "no " << name << " on stage " << stage;
+      return std::int64_t{0};
+    };
+    const std::int64_t experts = moe_layers * per_moe_layer;
+    // ZeRO-1 shards the fp32 master and moments (over 1 for the experts), not the bf16 weights and grads.
+    EXPECT_EQ(bytes_of("state.bf16 parameters.experts"), 2 * experts) << stage;
+    EXPECT_EQ(bytes_of("state.bf16 gradients.experts"), 2 * experts) << stage;
+    EXPECT_EQ(bytes_of("state.fp32 master weights.experts"), 4 * experts) << stage;
+    EXPECT_EQ(bytes_of("state.Adam v (fp32).experts"), 4 * experts) << stage;
+    const std::int64_t dense = sb.params_on_rank - experts;
+    EXPECT_EQ(bytes_of("state.bf16 parameters.dense"), 2 * dense) << stage;
+    EXPECT_EQ(bytes_of("state.fp32 master weights.dense"), (4 * dense + 63) / 64) << stage;
+    std::int64_t state = 0;
+    for (const auto& x : t.tensors)
+      if (x.name.rfind("state.", 0) == 0) state += x.bytes;
+    EXPECT_EQ(state, sb.persistent) << stage;
+  }
+}
+
+// DeepSpeed's buckets (layout::reduce_bucket, prefetch_bucket, in elements, as the DeepSpeed importer derives
+// them). ZeRO-2 with overlap_comm: two copies of reduce_bucket_size 2e8 (DeepSpeed's docs example
+// ds_config_zero2.json, tests/deepspeed_config_test.cpp), bf16 gradients, made at each backward: the peak
+// grows by 2 x 2e8 x 2 bytes. ZeRO-3: one bucket made with the optimizer, and a prefetch bucket of 5e8
+// elements that holds more than the two gathered layers in flight: the peak grows by the reduce bucket and
+// the prefetch bucket's bytes beyond those layers.
+TEST(StepTrace, DeepSpeedBucketsAddWhatTheyHold) {
+  const problem p = test::preset_problem("gpt3-1.3b");
+  layout z2 = test::make_layout(8, 2, recompute_mode::selective);
+  const std::int64_t plain2 = trace_peak(build_trace(p, z2, 0)).bytes;
+  z2.reduce_bucket = 2 * 200'000'000LL;
+  const step_trace t2 = build_trace(p, z2, 0);
+  EXPECT_EQ(trace_peak(t2).bytes, plain2 + 2 * 200'000'000LL * 2);
+  EXPECT_EQ(trace_peak(t2).bytes, estimate(p, z2).stages[0].step_peak);
+  EXPECT_TRUE(has_tensor(t2, "mb0.zero.reduce_bucket"));
+
+  layout z3 = test::make_layout(8, 3, recompute_mode::selective);
+  const step_trace plain = build_trace(p, z3, 0);
+  std::int64_t layer = 0;
+  for (const auto& x : plain.tensors)
+    if (x.name == "layer0.params.gathered") layer = x.bytes;
+  ASSERT_GT(layer, 0);
+  z3.reduce_bucket = 2048LL * 2048;  // "auto": hidden^2 (HF's DeepSpeed integration)
+  z3.prefetch_bucket = 500'000'000;
+  const step_trace t3 = build_trace(p, z3, 0);
+  const std::int64_t units = z3.zero3_inflight_units;
+  ASSERT_GT(500'000'000LL * 2, units * layer);
+  EXPECT_EQ(trace_peak(t3).bytes,
+            trace_peak(plain).bytes + 2048LL * 2048 * 2 + (500'000'000LL * 2 - units * layer));
+  EXPECT_EQ(trace_peak(t3).bytes, estimate(p, z3).stages[0].step_peak);
+  // A prefetch bucket smaller than the layers in flight adds nothing.
+  z3.prefetch_bucket = 1000;
+  EXPECT_EQ(trace_peak(build_trace(p, z3, 0)).bytes, trace_peak(plain).bytes + 2048LL * 2048 * 2);
 }
 
 }  // namespace

@@ -52,16 +52,19 @@ namespace {
 
 using nlohmann::json;
 
-// Turns a TOML node into JSON (dates and times become strings; nothing here reads them).
-json to_json(const toml::node& n) {
+// Turns a TOML node into JSON (dates and times become strings; nothing here reads them). Refuses nesting
+// deeper than 64 (a job file's keys are at most 4 deep): the recursion stays bounded whatever got past
+// check_key_depth.
+json to_json(const toml::node& n, int depth = 0) {
+  if (depth > 64) throw bad_input("toml", "keys or values nested more than 64 levels deep");
   if (auto t = n.as_table()) {
     json o = json::object();
-    for (const auto& [k, v] : *t) o[std::string(k.str())] = to_json(v);
+    for (const auto& [k, v] : *t) o[std::string(k.str())] = to_json(v, depth + 1);
     return o;
   }
   if (auto a = n.as_array()) {
     json o = json::array();
-    for (const auto& v : *a) o.push_back(to_json(v));
+    for (const auto& v : *a) o.push_back(to_json(v, depth + 1));
     return o;
   }
   if (auto v = n.as_integer()) return v->get();
@@ -74,8 +77,11 @@ json to_json(const toml::node& n) {
 // tomlplusplus caps nested values (arrays, inline tables) at 256 but not dotted keys: "a.a.a...= 1" with
 // some tens of thousands of parts overflows its stack (found here: 50,000 parts crash it). Every key path of
 // a job file is at most 4 deep ([quantize.linear.float8]), so a key or table header of more than
-// max_key_parts dotted parts is refused before parsing. Dots inside quoted keys count too: harmless.
+// max_key_parts dotted parts is refused before parsing. Dots inside quoted keys count too: harmless. Quoted
+// keys and inline tables can hide a dotted key from that rule ("=".b.b..., a = {b.b... = 1}): a line with more
+// than max_line_dots dots anywhere is refused as well (the importer fuzz target found both forms).
 constexpr std::size_t max_key_parts = 32;
+constexpr std::size_t max_line_dots = 256;
 
 void check_key_depth(const std::string& text) {
   std::size_t line_no = 1;
@@ -91,6 +97,11 @@ void check_key_depth(const std::string& text) {
           max_key_parts)
         throw bad_input("line " + std::to_string(line_no),
                         "a key nested more than " + std::to_string(max_key_parts) + " levels deep");
+      if (static_cast<std::size_t>(std::count(text.begin() + static_cast<std::ptrdiff_t>(a),
+                                              text.begin() + static_cast<std::ptrdiff_t>(end), '.')) >
+          max_line_dots)
+        throw bad_input("line " + std::to_string(line_no),
+                        "more than " + std::to_string(max_line_dots) + " dots on one line (keys nested too deep)");
     }
     from = end + 1;
   }

@@ -368,6 +368,12 @@ void expander::assign(const std::string& name, std::vector<shell_word> items, bo
     v.items[0].unresolved.insert(v.items[0].unresolved.end(), items[0].unresolved.begin(),
                                  items[0].unresolved.end());
   }
+  // A variable that doubles itself ("A=$A$A" thirty times) would take gigabytes: bounded here (the importer
+  // fuzz target found it). No launch script holds a variable of a mebibyte or 100,000 words.
+  std::size_t bytes = 0;
+  for (const auto& w : v.items) bytes += w.text.size();
+  if (bytes > (std::size_t{1} << 20) || v.items.size() > 100'000)
+    throw bad_input(name.substr(0, 60), "this variable grows beyond 1 MiB or 100,000 words");
 }
 
 bool expander::test(const std::vector<std::string>& words) const {

@@ -1,11 +1,15 @@
 // step_trace.cpp: building the step trace of one rank from the ledger (see step_trace.hpp).
 //
 // Order: persistent state (one flat buffer per recipe buffer, as ZeRO and Megatron's distributed optimizer
-// keep them); then the 1F1B schedule of this stage. A forward layer gathers its parameters (ZeRO-3, up to
-// `units` layers in flight), allocates every ledger tensor, and frees what the recompute mode drops. A
-// backward layer allocates its working set (recomputed tensors, activation gradients, unsharded parameter
-// gradients before reduce-scatter), then frees it and the layer's saved tensors. The last stage runs the
-// output layer (fp32 logits, loss, logits gradient) at the start of each backward. Then the optimizer step.
+// keep them; a MoE model's in two, the dense part and the routed experts', each sharded over its own data-
+// parallel group as buffer_bytes prices them); then the 1F1B schedule of this stage. A forward layer gathers
+// its parameters (ZeRO-3, up to `units` layers in flight), allocates every tensor of its kind's ledger (dense
+// or MoE, by the layer's global index), and frees what the recompute mode drops. A backward layer allocates
+// its kind's working set (recomputed tensors, activation gradients, a MoE layer's dispatcher buffers,
+// unsharded parameter gradients before reduce-scatter), then frees it and the layer's saved tensors. The last
+// stage runs the output layer (fp32 logits, loss, logits gradient) at the start of each backward. DeepSpeed's
+// buckets, where a config set them, are made when DeepSpeed makes them and sized as stage_transient prices
+// them. Then the optimizer step.
 #include "probes/trace/step_trace.hpp"
 
 #include <algorithm>
@@ -64,19 +68,45 @@ class trace_builder {
 // is micro-batch i. A model chunk is the stage's layers / vpp consecutive layers; chunk c of this stage
 // starts at layer (c * pp + stage) * chunk_layers (every stage holds the same layers when vpp > 1); with
 // vpp = 1, one chunk starting where the split puts this stage.
+//
+// One layer's tensors, by the layer's kind: what its forward keeps (the ledger) and its backward working set.
+struct layer_kind {
+  const std::vector<ledger_entry>* ledger = nullptr;
+  std::vector<ledger_entry> working_set;
+};
+
 class schedule_walker {
  public:
   schedule_walker(const problem& p, const layout& l, int stage, const breakdown& b, std::int64_t traced,
                   trace_builder& tb)
-      : m_l(l), m_b(b), m_tb(tb), m_stage(stage), m_m(traced), m_pp(l.pp), m_v(l.vpp) {
+      : m_p(p), m_l(l), m_b(b), m_tb(tb), m_m(traced), m_pp(l.pp), m_v(l.vpp) {
     const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
     m_layers = sb.layers / m_v;
     m_stage_first = first_layer_of(p, l, stage);
-    m_gathers = sb.transient > 0;
+    // The working set of each kind, as estimate() builds the larger of the two (with the heaviest layer's
+    // unsharded gradients under ZeRO >= 2).
+    m_dense.ledger = &b.basis.ledger;
+    m_dense.working_set = b.basis.working_set;
+    if (p.model.moe.enabled()) {
+      const ledger_shape shape = shape_of(p, l);
+      const std::int64_t ugrad = unsharded_layer_grad_bytes(p, b.basis.params, l);
+      m_dense.working_set = backward_working_set(p.model, shape, l.recompute, ugrad);
+      m_moe.ledger = &b.basis.moe_ledger;
+      m_moe.working_set = backward_working_set(p.model, shape, l.recompute, ugrad, true);
+    }
+    // stage_transient's terms: ZeRO-3 gathers whole layers; DeepSpeed adds its buckets (below).
+    const bool sharded = l.zero > 0 && l.shard_degree() > 1;
+    m_gathers = sharded && l.zero == 3;
     m_gather_bytes = m_gathers ? zero3_gather_bytes(p, b.basis.params, l) : 0;
     m_units = zero3_units(b.basis.params, l, m_layers);
     const std::int64_t param_bytes = p.precision.bytes_of(buffer_kind::params);
     m_gather_dtype = m_gather_bytes % param_bytes == 0 ? param_bytes : 1;
+    m_grad_dtype = p.precision.bytes_of(buffer_kind::grads);
+    if (sharded && l.zero < 3) m_reduce_bucket_bytes = saturating_mul(l.reduce_bucket, m_grad_dtype);
+    if (m_gathers)
+      m_prefetch_excess = std::max<std::int64_t>(
+          0, saturating_mul(l.prefetch_bucket, p.precision.gathered_bytes_per_param()) -
+                 m_units * m_gather_bytes);
     m_last = stage == l.pp - 1;
     m_embeds = stage == 0 && !b.basis.first_stage.empty();
     m_saved.assign(static_cast<std::size_t>(m_m * m_v),
@@ -98,6 +128,8 @@ class schedule_walker {
       ++next_b;
     }
     for (; next_b < total; ++next_b) backward(mb_of(next_b), chunk_of(next_b, false));
+    // DeepSpeed ZeRO-1/2 drops the last reduce bucket when the step reduces (_release_ipg_buffers).
+    if (m_bucket >= 0) m_tb.free(m_bucket, phase::backward);
   }
 
  private:
@@ -106,8 +138,14 @@ class schedule_walker {
     const std::int64_t c = m_v == 1 ? 0 : (i % (m_pp * m_v)) / m_pp;
     return fwd ? c : m_v - 1 - c;
   }
+  // Chunk c of this stage is virtual stage c * pp + stage: it starts c rounds of L / vpp layers after
+  // the stage's share of the first round (estimate.cpp stage_moe_layers walks the same layers).
   std::int64_t first_layer(std::int64_t chunk) const {
-    return m_v == 1 ? m_stage_first : (chunk * m_pp + m_stage) * m_layers;
+    return m_v == 1 ? m_stage_first : chunk * (m_p.model.layers / m_v) + m_stage_first / m_v;
+  }
+  // Returns the tensors of layer j of a chunk: the MoE kind's where the model says so.
+  const layer_kind& kind_of(std::int64_t chunk, std::int64_t j) const {
+    return m_p.model.is_moe_layer(first_layer(chunk) + j) ? m_moe : m_dense;
   }
   std::vector<std::int32_t>& saved(std::int64_t mb, std::int64_t chunk, std::int64_t j) {
     return m_saved[static_cast<std::size_t>(mb * m_v + chunk)][static_cast<std::size_t>(j)];
@@ -133,6 +171,7 @@ class schedule_walker {
   // mode drops. The first stage's embedding output (its dropout mask) is made before the model's first
   // chunk runs forward and freed after that chunk's backward.
   void forward(std::int64_t mb, std::int64_t chunk) {
+    const auto prefetched = prefetch(mb, phase::forward);
     if (m_embeds && chunk == 0)
       for (const auto& e : m_b.basis.first_stage)
         m_embedded[static_cast<std::size_t>(mb)].push_back(
@@ -141,18 +180,31 @@ class schedule_walker {
       for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j + u, phase::forward);
       const std::string name = prefix(mb, chunk, j);
       std::vector<std::int32_t> dropped;
-      for (const auto& e : m_b.basis.ledger) {
+      for (const auto& e : *kind_of(chunk, j).ledger) {
         const auto id = m_tb.alloc(name, e, phase::forward);
-        (kept_for_backward(e.role, m_l.recompute) ? saved(mb, chunk, j) : dropped).push_back(id);
+        (kept_for_backward(e, m_l.recompute, m_p.training.recompute_modules) ? saved(mb, chunk, j) : dropped)
+            .push_back(id);
       }
       for (auto id : dropped) m_tb.free(id, phase::forward);
       release(j, phase::forward);
     }
+    if (prefetched >= 0) m_tb.free(prefetched, phase::forward);
   }
 
   // The loss after the model's last chunk; then each layer's working set, allocated and freed, and the
   // layer's saved tensors freed.
   void backward(std::int64_t mb, std::int64_t chunk) {
+    // DeepSpeed ZeRO-1/2 makes its reduce buckets (both copies under overlap_comm) as each backward starts,
+    // dropping the previous ones first (stage_1_and_2.py backward(): `self.ipg_buffer = []`, then
+    // torch.empty(reduce_bucket_size) per copy). Its pipeline engine makes one only when the step reduces
+    // (reduce_gradients(pipeline_parallel=True)); the planner prices it alive at the peak either way.
+    if (m_reduce_bucket_bytes > 0) {
+      if (m_bucket >= 0) m_tb.free(m_bucket, phase::backward);
+      m_bucket = m_tb.alloc("mb" + std::to_string(mb) + ".zero.reduce_bucket",
+                            {m_reduce_bucket_bytes / m_grad_dtype}, m_grad_dtype, m_reduce_bucket_bytes,
+                            phase::backward);
+    }
+    const auto prefetched = prefetch(mb, phase::backward);
     for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, m_layers - 1 - u, phase::backward);
     if (m_last && chunk == m_v - 1) {
       const std::string name = "mb" + std::to_string(mb) + ".";
@@ -164,35 +216,71 @@ class schedule_walker {
       for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j - u, phase::backward);
       const std::string name = prefix(mb, chunk, j);
       std::vector<std::int32_t> ids;
-      for (const auto& e : m_b.basis.working_set) ids.push_back(m_tb.alloc(name, e, phase::backward));
+      for (const auto& e : kind_of(chunk, j).working_set) ids.push_back(m_tb.alloc(name, e, phase::backward));
       for (auto id : ids) m_tb.free(id, phase::backward);
       for (auto id : saved(mb, chunk, j)) m_tb.free(id, phase::backward);
       release(j, phase::backward);
     }
     if (m_embeds && chunk == 0)
       for (auto id : m_embedded[static_cast<std::size_t>(mb)]) m_tb.free(id, phase::backward);
+    if (prefetched >= 0) m_tb.free(prefetched, phase::backward);
   }
 
+  // DeepSpeed ZeRO-3 prefetches parameters up to its prefetch bucket ahead of use; the planner prices the
+  // larger of that bucket and the whole layers in flight (stage_transient). Where the bucket holds more, the
+  // part beyond the layers in flight is one tensor alive through the pass. Returns its id, or -1.
+  std::int32_t prefetch(std::int64_t mb, phase when) {
+    if (m_prefetch_excess <= 0) return -1;
+    return m_tb.alloc("mb" + std::to_string(mb) + ".zero3.prefetch_bucket", {m_prefetch_excess}, 1,
+                      m_prefetch_excess, when);
+  }
+
+  const problem& m_p;
   const layout& m_l;
   const breakdown& m_b;
+  layer_kind m_dense, m_moe;
   trace_builder& m_tb;
-  std::int64_t m_stage, m_m, m_pp, m_v;
+  std::int64_t m_m, m_pp, m_v;
   std::int64_t m_layers = 0, m_stage_first = 0, m_gather_bytes = 0, m_gather_dtype = 1, m_units = 0;
+  std::int64_t m_grad_dtype = 2, m_reduce_bucket_bytes = 0, m_prefetch_excess = 0;
+  std::int32_t m_bucket = -1;  // the ZeRO-1/2 reduce bucket alive, or -1
   bool m_gathers = false, m_last = false, m_embeds = false;
   std::vector<std::vector<std::vector<std::int32_t>>> m_saved;  // per (micro-batch, chunk), per layer
   std::vector<std::int32_t> m_gathered;                         // ZeRO-3 gathers alive, per layer; -1: none
   std::vector<std::vector<std::int32_t>> m_embedded;            // per micro-batch
 };
 
+// Persistent state: the rank's shard of every recipe buffer that lives on the GPU. A MoE model's buffer is
+// two tensors, as Megatron-Core keeps the dense and the expert parameters in separate buffers (its
+// DistributedDataParallel's `buffers` and `expert_parallel_buffers`, distributed_data_parallel.py), each
+// sharded over its own group: the dense part over dp * cp, the experts' over the expert data-parallel ranks
+// (buffer_bytes rounds each part on its own, so the experts' part priced alone and the rest sum to the
+// planner's figure).
+void allocate_state(const problem& p, const layout& l, const stage_breakdown& sb, trace_builder& tb) {
+  rank_params experts_only;
+  experts_only.expert = sb.expert_params_on_rank;
+  for (std::size_t i = 0; i < p.precision.buffers.size() && i < max_recipe_buffers; ++i) {
+    if (sb.buffer_bytes[i] == 0) continue;
+    const auto& buf = p.precision.buffers[i];
+    auto add = [&](const std::string& name, std::int64_t bytes) {
+      if (bytes == 0) return;
+      const std::int64_t dtype = bytes % buf.bytes == 0 ? buf.bytes : 1;
+      tb.alloc(name, {bytes / dtype}, dtype, bytes, phase::state);
+    };
+    if (sb.expert_params_on_rank == 0) {
+      add("state." + buf.name, sb.buffer_bytes[i]);
+      continue;
+    }
+    const std::int64_t expert_bytes = buffer_bytes(p.precision, i, l, experts_only);
+    add("state." + buf.name + ".dense", sb.buffer_bytes[i] - expert_bytes);
+    add("state." + buf.name + ".experts", expert_bytes);
+  }
+}
+
 }  // namespace
 
 step_trace build_trace(const problem& p, const layout& l, int stage) {
   const breakdown b = estimate(p, l);
-  if (p.model.moe.enabled())
-    throw bad_input("model", "the trace replays dense layers only: a mixture-of-experts model is not traced "
-                             "or probed by this version (`plan` models it)");
-  if (l.reduce_bucket || l.prefetch_bucket)
-    throw bad_input("deepspeed-config", "the trace does not replay DeepSpeed's buckets yet (`plan` models them)");
   if (l.zero == 3 && !l.reshard_after_forward)
     throw bad_input("reshard-after-forward",
                     "the trace does not model FSDP without resharding yet (the "
@@ -219,13 +307,13 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   t.microbatches_traced = m;
   trace_builder tb(t);
 
-  // Persistent state: the rank's shard of every recipe buffer that lives on the GPU.
-  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
-    const auto bytes = sb.buffer_bytes[i];
-    if (bytes == 0) continue;
-    const auto& buf = p.precision.buffers[i];
-    const std::int64_t dtype = bytes % buf.bytes == 0 ? buf.bytes : 1;
-    tb.alloc("state." + buf.name, {bytes / dtype}, dtype, bytes, phase::state);
+  allocate_state(p, l, sb, tb);
+  // DeepSpeed ZeRO-3 makes its one reduce bucket with the optimizer and keeps it (stage3.py __init__:
+  // __ipg_bucket_flat_buffer = torch.empty(reduce_bucket_size) under contiguous_gradients).
+  if (l.zero == 3 && l.shard_degree() > 1 && l.reduce_bucket > 0) {
+    const std::int64_t dtype = p.precision.bytes_of(buffer_kind::grads);
+    const std::int64_t bytes = saturating_mul(l.reduce_bucket, dtype);
+    tb.alloc("state.zero3.reduce_bucket", {bytes / dtype}, dtype, bytes, phase::state);
   }
   // The same tensor lists the planner summed, ordered in time by the schedule.
   schedule_walker(p, l, stage, b, m, tb).run(warmup_steps);

@@ -45,8 +45,9 @@ struct step_trace {
   std::optional<std::int64_t> capacity;  // bytes of the device the trace was recorded on, when known
 };
 
-// Builds the trace of `stage` of layout `l` (1F1B; vpp must be 1). Throws bad_input for what estimate()
-// rejects, for an interleaved layout, or for a stage out of range.
+// Builds the trace of `stage` of layout `l` (Megatron's 1F1B, interleaved when vpp > 1), dense or
+// mixture-of-experts, with DeepSpeed's buckets when the layout has them. Throws bad_input for what estimate()
+// rejects, for FSDP without resharding after forward, or for a stage out of range.
 step_trace build_trace(const problem& p, const layout& l, int stage);
 
 // Returns the layout text a trace of `l` carries ("ZeRO-3, recompute selective, tp=1 pp=1 dp=32").
