@@ -64,6 +64,29 @@ void BM_Suggest(benchmark::State& state) {
 }
 BENCHMARK(BM_Suggest)->Arg(512)->Arg(4096)->Unit(benchmark::kMillisecond);
 
+// --suggest for a mixture-of-experts model (DeepSeek-V3, 256 experts, MLA, MTP on the last stage, the
+// distributed optimizer) on 1,024 GPUs: ep and expert tp are searched too, and every stage is evaluated
+// (stages of different layer kinds), the slow path.
+void BM_SuggestMoe(benchmark::State& state) {
+  problem p = default_problem(load_preset("deepseek-v3", preset_dir()));
+  p.precision = load_recipe("megatron-distopt");
+  p.training.seq = 4096;
+  p.training.global_batch = 8192;
+  p.training.attention = attention_kind::flash;
+  p.device.capacity = 80LL << 30;
+  search_axes axes;
+  axes.zero = 1;
+  const layout_search search(p, axes, {});
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    auto s = search.suggest(static_cast<int>(state.range(0)));
+    evaluated += s.evaluated;
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetItemsProcessed(evaluated);
+}
+BENCHMARK(BM_SuggestMoe)->Arg(1024)->Unit(benchmark::kMillisecond);
+
 // --min-gpus as the CLI runs it: from the strict bound upwards, then the power of two.
 void BM_MinGpus(benchmark::State& state) {
   const problem p = one_trillion();

@@ -184,8 +184,23 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
-  s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp, per_layer,
-                                          peaks, l.recompute);
+  if (l.vpp > 1 && !pc.moe_before.empty()) {
+    // Interleaved chunks of different layer kinds: each chunk weighted by its copies at the end of the
+    // warm-up (forward step i runs chunk (i mod pp*v) / pp: schedule.hpp), not the stage's average.
+    const std::int64_t W = chunks_in_flight(l, stage, M), per_chunk = s.layers / l.vpp;
+    const std::int64_t round = p.model.layers / l.vpp, before = first_layer_of(p, l, stage) / l.vpp;
+    s.activations = 0;
+    for (int c = 0; c < l.vpp; ++c) {
+      std::int64_t copies = 0;
+      for (std::int64_t i = 0; i < W; ++i) copies += (i % (static_cast<std::int64_t>(l.pp) * l.vpp)) / l.pp == c;
+      const std::int64_t moe = pc.moe_layers_in(c * round + before, per_chunk);
+      s.activations += saturating_mul(copies, (per_chunk - moe) * per_layer.of(l.recompute) +
+                                                  moe * peaks.moe_layer.of(l.recompute));
+    }
+  } else {
+    s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp,
+                                            per_layer, peaks, l.recompute);
+  }
   if (first && peaks.first_stage) {
     s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
     s.activations += s.embedding_activations;

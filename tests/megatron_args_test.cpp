@@ -240,7 +240,9 @@ TEST(MegatronArgs, Llama3Fp8ExampleScript) {
   EXPECT_EQ(l.model->ffn_hidden, 14336);
   EXPECT_EQ(l.model->layers, 32);
   EXPECT_EQ(l.fp8, "delayed");  // --fp8-format hybrid, the default recipe
-  EXPECT_TRUE(contains(l.unmodelled, "--fp8-param-gather: "));
+  // The script uses the distributed optimizer with --fp8-param-gather: FP8 primary weights (recipe.cpp).
+  EXPECT_EQ(l.recipe, "megatron-distopt-fp8-param-gather");
+  EXPECT_FALSE(contains(l.unmodelled, "--fp8-param-gather: "));
   EXPECT_EQ(l.seq, 8192);
   EXPECT_EQ(l.gpus, 8);
   EXPECT_EQ(l.dp, 8);

@@ -239,6 +239,23 @@ TEST(StepTrace, AlternatingLayersPeakBelowThePlannerByTheFreedInput) {
       0u);
 }
 
+// Interleaved chunks of different kinds (three dense layers, then MoE): the planner weights each chunk by its
+// copies at the end of the warm-up (estimate.cpp), which is where the trace peaks; no recomputation, so the
+// saved activations dominate. Checked on every stage, no recompute and selective.
+TEST(StepTrace, InterleavedMixedChunksMatchThePlanner) {
+  problem p = moe_preset("mixtral-8x7b", 256);
+  p.model.moe.layers = parse_layer_pattern("[0]*3+[1]*29", "test");
+  for (auto r : {recompute_mode::none, recompute_mode::selective}) {
+    const layout l = moe_layout(32, 4, 8, 1, r, 2);
+    const auto b = estimate(p, l);
+    for (int k = 0; k < l.pp; ++k) {
+      const step_trace t = build_trace(p, l, k);
+      EXPECT_EQ(b.stages[static_cast<std::size_t>(k)].step_peak, trace_peak(t).bytes)
+          << "stage " << k << " " << to_string(r);
+    }
+  }
+}
+
 // Each layer replays the ledger of its own kind, found by its global index: stage 0 of DeepSeek-V3 holds dense
 // layers 0-2 and MoE layer 3; only the MoE layer routes tokens, and only its backward holds the all-to-all
 // dispatcher's receive and sort buffers (Megatron-Core's default dispatcher in the ModelZoo launch).

@@ -332,6 +332,18 @@ void megatron_reader::read_precision() {
   } else if (has("--fp8-recipe")) {
     derive("fp8", "off", "--fp8-recipe without --fp8-format enables nothing");
   }
+  // FP8 under the distributed optimizer has its recipes (planner/recipe.cpp); elsewhere it stays refused.
+  if (m_out.fp8 && m_out.recipe == std::string("megatron-distopt")) {
+    const bool gather = has("--fp8-param-gather");
+    m_out.recipe = gather ? "megatron-distopt-fp8-param-gather" : "megatron-distopt-fp8";
+    derive("recipe", *m_out.recipe,
+           gather ? "FP8 with --fp8-param-gather: FP8 primary weights cast from the fp32 master, no bf16 copy of the "
+                    "linear weights"
+                  : "FP8 with the distributed optimizer: the bf16 weights stay and each linear weight gains an FP8 "
+                    "copy and transpose");
+  } else if (has("--fp8-param-gather")) {
+    unmodelled("--fp8-param-gather", "FP8 primary weights without the distributed optimizer");
+  }
   if (has("--optimizer-cpu-offload")) {
     m_out.offload_optimizer = true;
     if (number("--optimizer-offload-fraction").value_or(1.0) < 1.0)
@@ -350,6 +362,19 @@ void megatron_reader::read_optimizer_dtypes() {
                                          {"--main-grads-dtype", "main gradients"},
                                          {"--main-params-dtype", "master weights"}};
   bool changed = false;
+  // Both Adam moments in bf16, master and main gradients fp32, the distributed optimizer, no FP8: the
+  // megatron-distopt-bf16-moments recipe. Any other mix stays unmodelled.
+  const auto avg = choice("--exp-avg-dtype", {"fp32", "fp16", "bf16", "fp8"});
+  const auto avg_sq = choice("--exp-avg-sq-dtype", {"fp32", "fp16", "bf16", "fp8"});
+  const auto grads = choice("--main-grads-dtype", {"fp32", "fp16", "bf16", "fp8"}).value_or("fp32");
+  const auto params = choice("--main-params-dtype", {"fp32", "fp16", "bf16", "fp8"}).value_or("fp32");
+  if (avg == "bf16" && avg_sq == "bf16" && grads == "fp32" && params == "fp32" &&
+      m_out.recipe == std::string("megatron-distopt") && !has("--fp8-format")) {
+    m_out.recipe = "megatron-distopt-bf16-moments";
+    derive("recipe", "megatron-distopt-bf16-moments",
+           "--use-precision-aware-optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16: Adam's moments in bf16");
+    return;
+  }
   for (const auto& d : flags) {
     const auto v = choice(d.flag, {"fp32", "fp16", "bf16", "fp8"});
     if (!v || *v == "fp32") continue;
