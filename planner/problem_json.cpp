@@ -1,6 +1,8 @@
 // problem_json.cpp: problems and layouts to JSON and back (see problem_json.hpp).
 #include "problem_json.hpp"
 
+#include <cmath>
+
 #include "errors.hpp"
 #include "json_fields.hpp"
 
@@ -30,6 +32,48 @@ E named_field(const nlohmann::json& j, const char* key, const std::string& origi
   throw bad_input(origin + "." + key, "must be " + names_phrase<E>());
 }
 
+
+// Returns the recompute-module set as Megatron's names.
+nlohmann::json modules_to_json(std::uint32_t modules) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& m : recompute_module_names)
+    if (modules & module_bit(m.value)) a.push_back(m.name);
+  return a;
+}
+
+// Reads a recompute-module set: a list of Megatron's names. Throws bad_input naming `origin`.
+std::uint32_t modules_from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_array() || j.size() > 16) throw bad_input(origin + ".recompute_modules", "expected a list of names");
+  std::uint32_t bits = 0;
+  for (const auto& x : j) {
+    const auto m = x.is_string() ? parse_name<recompute_module>(x.get<std::string>()) : std::nullopt;
+    if (!m)
+      throw bad_input(origin + ".recompute_modules", "each must be " + names_phrase<recompute_module>());
+    bits |= module_bit(*m);
+  }
+  return bits;
+}
+
+// Reads the MoE routing settings. Throws bad_input naming the field.
+moe_routing routing_from_json(const nlohmann::json& j, const std::string& origin) {
+  using namespace detail;
+  if (!j.is_object()) throw bad_input(origin, "expected an object");
+  require_known_keys(j, {"imbalance", "capacity_factor", "pad_to_capacity", "dispatcher"}, origin);
+  moe_routing r;
+  auto number = [&](const char* key, double fallback) {
+    const auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 || it->get<double>() > 1024)
+      throw bad_input(origin + "." + key, "must be a number between 0 and 1024");
+    return it->get<double>();
+  };
+  r.imbalance = number("imbalance", r.imbalance);
+  if (r.imbalance < 1) throw bad_input(origin + ".imbalance", "must be at least 1 (balanced)");
+  r.capacity_factor = number("capacity_factor", r.capacity_factor);
+  r.pad_to_capacity = opt_bool_field(j, "pad_to_capacity", origin).value_or(false);
+  r.dispatcher = named_field(j, "dispatcher", origin, r.dispatcher);
+  return r;
+}
 }  // namespace
 
 nlohmann::json reserve_to_json(const reserve_model& r) {
@@ -57,7 +101,7 @@ reserve_model reserve_from_json(const nlohmann::json& j, const std::string& orig
 
 nlohmann::json problem_to_json(const problem& p) {
   const auto& s = p.training.split;
-  return {{"model", model_to_json(p.model)},
+  nlohmann::json j = {{"model", model_to_json(p.model)},
           {"recipe", recipe_to_json(p.precision)},
           {"training",
            {{"seq", p.training.seq},
@@ -77,6 +121,17 @@ nlohmann::json problem_to_json(const problem& p) {
             {"reserve", reserve_to_json(p.device.reserve)},
             {"fixed_overheads_bytes", p.device.fixed_overheads},
             {"gpus_per_node", p.device.gpus_per_node}}}};
+  // Recompute modules and MoE routing only where they are not the default (a dense problem's JSON is unchanged).
+  if (p.training.recompute_modules != default_recompute_modules)
+    j["training"]["recompute_modules"] = modules_to_json(p.training.recompute_modules);
+  const moe_routing& r = p.training.routing;
+  if (p.model.moe.enabled() || r.imbalance != 1.0 || r.capacity_factor != 0 || r.pad_to_capacity ||
+      r.dispatcher != dispatcher_kind::alltoall)
+    j["training"]["moe_routing"] = {{"imbalance", r.imbalance},
+                                    {"capacity_factor", r.capacity_factor},
+                                    {"pad_to_capacity", r.pad_to_capacity},
+                                    {"dispatcher", to_string(r.dispatcher)}};
+  return j;
 }
 
 problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
@@ -88,7 +143,12 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
   p.precision = recipe_from_json(j["recipe"], origin + ".recipe");
   const auto& t = j["training"];
   const std::string to = origin + ".training";
-  require_known_keys(t, {"seq", "micro_batch", "global_batch", "attention", "loss", "pipeline_split"}, to);
+  require_known_keys(t,
+                     {"seq", "micro_batch", "global_batch", "attention", "loss", "pipeline_split", "recompute_modules",
+                      "moe_routing"},
+                     to);
+  if (auto m = t.find("recompute_modules"); m != t.end()) p.training.recompute_modules = modules_from_json(*m, to);
+  if (auto r = t.find("moe_routing"); r != t.end()) p.training.routing = routing_from_json(*r, to + ".moe_routing");
   p.training.seq = int_field(t, "seq", to, 1, 100'000'000);
   p.training.micro_batch = int_field(t, "micro_batch", to, 1, 1'000'000);
   p.training.global_batch =
@@ -128,7 +188,7 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
 }
 
 nlohmann::json layout_to_json(const layout& l) {
-  return {{"gpus", l.gpus},
+  nlohmann::json j = {{"gpus", l.gpus},
           {"tp", l.tp},
           {"pp", l.pp},
           {"cp", l.cp},
@@ -141,13 +201,22 @@ nlohmann::json layout_to_json(const layout& l) {
           {"zero3_inflight_units", l.zero3_inflight_units},
           {"zero3_live_params", l.zero3_live_params},
           {"reshard_after_forward", l.reshard_after_forward}};
+  // The expert, hybrid-sharding and DeepSpeed fields only where they are not the default: a dense layout's
+  // JSON is what it was before they existed.
+  if (l.ep != 1) j["ep"] = l.ep;
+  if (l.etp > 0 && l.etp != l.tp) j["etp"] = l.etp;
+  if (l.dp_replicate != 1) j["dp_replicate"] = l.dp_replicate;
+  if (l.reduce_bucket) j["reduce_bucket"] = l.reduce_bucket;
+  if (l.prefetch_bucket) j["prefetch_bucket"] = l.prefetch_bucket;
+  return j;
 }
 
 layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw bad_input(origin, "expected the layout as an object");
   require_known_keys(j,
                      {"gpus", "tp", "pp", "cp", "dp", "vpp", "zero", "recompute", "sequence_parallel",
-                      "offload_optimizer", "zero3_inflight_units", "zero3_live_params", "reshard_after_forward"},
+                      "offload_optimizer", "zero3_inflight_units", "zero3_live_params", "reshard_after_forward", "ep",
+                      "etp", "dp_replicate", "reduce_bucket", "prefetch_bucket"},
                      origin);
   layout l;  // every field a file leaves out keeps layout's default
   l.gpus = static_cast<int>(int_field(j, "gpus", origin, 1, max_gpus));
@@ -165,6 +234,12 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
       opt_int_field(j, "zero3_live_params", origin, 0, INT64_MAX / 4).value_or(l.zero3_live_params);
   l.reshard_after_forward =
       opt_bool_field(j, "reshard_after_forward", origin).value_or(l.reshard_after_forward);
+  l.ep = static_cast<int>(opt_int_field(j, "ep", origin, 1, max_degree).value_or(l.ep));
+  l.etp = static_cast<int>(opt_int_field(j, "etp", origin, 1, max_degree).value_or(l.etp));
+  if (l.etp == l.tp) l.etp = 0;  // written as the degree; 0 is "the same as tp"
+  l.dp_replicate = static_cast<int>(opt_int_field(j, "dp_replicate", origin, 1, max_degree).value_or(l.dp_replicate));
+  l.reduce_bucket = opt_int_field(j, "reduce_bucket", origin, 0, INT64_MAX / 16).value_or(0);
+  l.prefetch_bucket = opt_int_field(j, "prefetch_bucket", origin, 0, INT64_MAX / 16).value_or(0);
   // dp is derived (gpus / (tp pp cp)); written for readers, it must agree when a file states it (where tp pp
   // cp do not divide the GPUs, layout_error names that instead).
   const std::int64_t tpc = static_cast<std::int64_t>(l.tp) * l.pp * l.cp;

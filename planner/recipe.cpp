@@ -195,10 +195,14 @@ std::string describe_sharding(const recipe_buffer& b) {
 recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
-  require_known_keys(j, {"name", "source", "note", "activation_bytes", "buffers"}, origin);
+  require_known_keys(j,
+                     {"name", "source", "note", "activation_bytes", "buffers", "gather_bytes", "fp8_activations"},
+                     origin);
   recipe r;
   r.name = opt_string_field(j, "name", origin).value_or(origin);
   r.activation_bytes = opt_int_field(j, "activation_bytes", origin, 1, 8).value_or(2);
+  r.gather_bytes = opt_int_field(j, "gather_bytes", origin, 0, 64).value_or(0);
+  r.fp8_activations = opt_bool_field(j, "fp8_activations", origin).value_or(false);
   auto it = j.find("buffers");
   if (it == j.end() || !it->is_array() || it->empty())
     throw bad_input(origin + ".buffers", "must be a non-empty array");
@@ -208,7 +212,16 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   for (const auto& b : *it) {
     std::string where = origin + ".buffers[" + std::to_string(i++) + "]";
     if (!b.is_object()) throw bad_input(where, "expected a buffer object (name, kind, bytes, shard_from)");
-    require_known_keys(b, {"name", "kind", "bytes", "shard_from"}, where);
+    require_known_keys(b, {"name", "kind", "bytes", "shard_from", "holds"}, where);
+    if (auto h = opt_string_field(b, "holds", where)) {  // "linear" or "other": what recipe::linear_only says
+      const std::uint32_t bit = 1u << (i - 1);
+      if (*h == "linear")
+        r.linear_only |= bit;
+      else if (*h == "other")
+        r.other_only |= bit;
+      else if (*h != "all")
+        throw bad_input(where + ".holds", "must be all, linear (the layers' linear weights) or other");
+    }
     recipe_buffer rb;
     rb.name = opt_string_field(b, "name", where).value_or("buffer");
     auto kind = opt_string_field(b, "kind", where);
@@ -233,10 +246,17 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
 
 nlohmann::json recipe_to_json(const recipe& r) {
   nlohmann::json b = nlohmann::json::array();
-  for (const auto& x : r.buffers)
-    b.push_back(
-        {{"name", x.name}, {"kind", to_string(x.kind)}, {"bytes", x.bytes}, {"shard_from", x.shard_from}});
-  return {{"name", r.name}, {"activation_bytes", r.activation_bytes}, {"buffers", b}};
+  for (std::size_t i = 0; i < r.buffers.size(); ++i) {
+    const auto& x = r.buffers[i];
+    nlohmann::json e = {{"name", x.name}, {"kind", to_string(x.kind)}, {"bytes", x.bytes}, {"shard_from", x.shard_from}};
+    if (r.linear_only >> i & 1) e["holds"] = "linear";
+    if (r.other_only >> i & 1) e["holds"] = "other";
+    b.push_back(std::move(e));
+  }
+  nlohmann::json j = {{"name", r.name}, {"activation_bytes", r.activation_bytes}, {"buffers", b}};
+  if (r.gather_bytes) j["gather_bytes"] = r.gather_bytes;
+  if (r.fp8_activations) j["fp8_activations"] = true;
+  return j;
 }
 
 recipe load_recipe(const std::string& name_or_path) {

@@ -9,6 +9,7 @@
 
 #include "planner/estimate.hpp"
 #include "planner/ledger.hpp"
+#include "planner/problem_json.hpp"
 #include "planner/suggest.hpp"
 #include "test_support.hpp"
 
@@ -209,6 +210,45 @@ TEST(Moe, SearchFindsExpertParallelLayouts) {
   // The fast figure equals the full estimate for the ranked first layout.
   const auto& best = s.fitting.front();
   EXPECT_EQ(best.worst.decisive_total(), estimate(search.problem_of(best), best.where).worst_stage().decisive_total());
+}
+
+}  // namespace
+}  // namespace headroom
+
+namespace headroom {
+namespace {
+
+// A MoE plan written as a record writes it (problem_json.hpp) and read back is the same plan: ep, expert
+// tp, replicas, buckets, recompute modules, routing and the FP8 recipe's fields all survive.
+TEST(Moe, ProblemAndLayoutJsonKeepEveryMoeAndFp8Field) {
+  auto p = preset_problem("deepseek-v3");
+  p.precision = load_recipe("megatron-distopt-fp8-param-gather");
+  p.training.seq = 4096;
+  p.training.global_batch = 8192;
+  p.training.recompute_modules = module_bit(recompute_module::moe_act) | module_bit(recompute_module::layernorm);
+  p.training.routing.imbalance = 1.25;
+  p.training.routing.dispatcher = dispatcher_kind::allgather;
+  layout l;
+  l.gpus = 1024;
+  l.pp = 16;
+  l.ep = 16;  // ep x etp = 32 of the 64 ranks of a stage: an expert data-parallel degree of 2, one per replica
+  l.etp = 2;
+  l.tp = 2;
+  l.zero = 1;
+  l.dp_replicate = 2;
+  l.recompute = recompute_mode::selective;
+  const problem q = problem_from_json(problem_to_json(p), "p");
+  const layout m = layout_from_json(layout_to_json(l), "l");
+  EXPECT_EQ(m.ep, 16);
+  EXPECT_EQ(m.expert_tp(), 2);
+  EXPECT_EQ(m.dp_replicate, 2);
+  EXPECT_EQ(q.training.recompute_modules, p.training.recompute_modules);
+  EXPECT_EQ(q.precision.linear_only, p.precision.linear_only);
+  EXPECT_EQ(q.precision.other_only, p.precision.other_only);
+  EXPECT_TRUE(q.precision.fp8_activations);
+  const auto a = estimate(p, l), b = estimate(q, m);
+  for (std::size_t k = 0; k < a.stages.size(); ++k)
+    EXPECT_EQ(a.stages[k].decisive_total(), b.stages[k].decisive_total()) << "stage " << k;
 }
 
 }  // namespace

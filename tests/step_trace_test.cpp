@@ -230,7 +230,8 @@ TEST(StepTrace, AlternatingLayersPeakBelowThePlannerByTheFreedInput) {
   problem p = moe_preset("mixtral-8x7b", 256);
   p.model.moe.layers = moe_layer_pattern(32, 0, 2, 0);
   const layout l = moe_layout(64, 1, 8, 1, recompute_mode::full);
-  const auto& s = estimate(p, l).stages[0];
+  const breakdown plan = estimate(p, l);
+  const auto& s = plan.stages[0];
   ASSERT_GT(s.working_set, s.output_phase);
   const step_trace t = build_trace(p, l, 0);
   EXPECT_EQ(s.step_peak - trace_peak(t).bytes, 4096LL * 1 * 4096 * 2);
