@@ -37,6 +37,7 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, "--dp-replicate", o.dp_replicate, imp.dp_replicate);
   take(o, "--sequence-parallel", o.sequence_parallel, imp.sequence_parallel);
   take(o, "--offload-optimizer", o.offload, imp.offload_optimizer);
+  take(o, "--offload-params", o.offload_params, imp.offload_params);
   take(o, "--reshard-after-forward", o.reshard_after_forward, imp.reshard_after_forward);
   take(o, "--zero3-live-params", o.zero3_live_params, imp.zero3_live_params);
   take(o, "--micro-batch", o.micro_batch, imp.micro_batch);
@@ -115,6 +116,8 @@ std::vector<launch_import> apply_imports(plan_options& o) {
     const std::optional<int> world = given(o, "--gpus") ? o.gpus : std::nullopt;
     hf_trainer_args trainer;  // what fills DeepSpeed's batch "auto" values, as the HF Trainer would
     if (given(o, "--micro-batch")) trainer.per_device_train_batch_size = o.micro_batch;
+    if (!o.trainer_precision.empty()) trainer.precision = o.trainer_precision;
+    trainer.gradient_accumulation_steps = o.gradient_accumulation;
     if (!o.deepspeed_config.empty())
       imports.push_back(load_deepspeed_config(o.deepspeed_config, hidden, world, trainer));
     if (!o.torchtitan_config.empty())
@@ -135,9 +138,6 @@ std::vector<launch_import> apply_imports(plan_options& o) {
     if (imp.fp8 && !fp8_recipe && !o.allow_unmodelled)
       throw bad_input(imp.origin, "asks for FP8 training (" + *imp.fp8 +
                                       "), which this version does not model: --allow-unmodelled plans it as bf16");
-    if (imp.offload_params.value_or(false) && !o.allow_unmodelled)
-      throw bad_input(imp.origin, "offloads parameters, which this version does not model: --allow-unmodelled "
-                                  "plans them on the GPU");
     merge(o, imp);
   }
   return imports;

@@ -25,6 +25,11 @@ namespace {
 void add_launch_and_moe_options(CLI::App* c, plan_options& o) {
   c->add_option("--megatron-var", o.megatron_vars,
                 "NAME=VALUE a Megatron launch refers to and its launcher sets (ModelZoo's ${TP}, ${PP}); repeatable");
+  c->add_option("--trainer-precision", o.trainer_precision,
+                "For a DeepSpeed config's \"auto\" values: the HF Trainer's precision, bf16, fp16 or fp32")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  c->add_option("--gradient-accumulation-steps", o.gradient_accumulation,
+                "For a DeepSpeed config's \"auto\" values: the HF Trainer's gradient accumulation steps");
   c->add_option("--deepspeed-config", o.deepspeed_config,
                 "A DeepSpeed JSON config: ZeRO stage, offload, buckets, batch sizes, precision");
   c->add_option("--torchtitan-config", o.torchtitan_config,
@@ -108,6 +113,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
       ->capture_default_str();
   c->add_flag("--offload-optimizer", o.offload,
               "ZeRO-Offload: master weights and optimizer states in host memory");
+  c->add_flag("--offload-params", o.offload_params,
+              "ZeRO-3 parameter offload (DeepSpeed's offload_param): the sharded parameters in host memory");
   c->add_option("--zero3-inflight-units", o.units, "ZeRO-3: unsharded layers in flight")
       ->capture_default_str();
   c->add_option(
@@ -280,6 +287,7 @@ layout layout_from(const plan_options& o) {
   l.recompute = recompute_from(o.recompute);
   l.sequence_parallel = o.sequence_parallel;
   l.offload_optimizer = o.offload;
+  l.offload_params = o.offload_params;
   l.zero3_inflight_units = o.units;
   l.zero3_live_params = o.zero3_live_params;
   l.reshard_after_forward = o.reshard_after_forward;
@@ -320,6 +328,7 @@ int run_plan(const plan_options& options) {
   if (given(o, "--vpp")) axes.vpp = o.vpp;
   if (given(o, "--micro-batch")) axes.micro_batch = o.micro_batch;
   axes.offload_optimizer = o.offload;
+  axes.offload_params = o.offload_params;
   axes.zero3_inflight_units = o.units;
   axes.zero3_live_params = o.zero3_live_params;
   axes.reshard_after_forward = o.reshard_after_forward;

@@ -23,6 +23,7 @@ struct plan_options {
       units = layout{}.zero3_inflight_units;
   std::string recompute = to_string(layout{}.recompute), attention = to_string(training_spec{}.attention),
               loss = to_string(training_spec{}.loss);
+  bool offload_params = layout{}.offload_params;
   bool sequence_parallel = layout{}.sequence_parallel, offload = layout{}.offload_optimizer,
        reshard_after_forward = layout{}.reshard_after_forward;
   std::int64_t zero3_live_params = layout{}.zero3_live_params;
@@ -42,7 +43,11 @@ struct plan_options {
   // Launch importers (planner/imports/): their values fill what the command line does not state.
   std::string megatron_args, deepspeed_config, torchtitan_config;
   std::vector<std::string> torchtitan_overrides;
-  std::vector<std::string> megatron_vars;  // --megatron-var NAME=VALUE: what a launcher sets before the text
+  std::vector<std::string> megatron_vars;
+  // What the Hugging Face Trainer would fill DeepSpeed's "auto" values with (--bf16 / --fp16 and
+  // --gradient_accumulation_steps; the micro-batch is --micro-batch).
+  std::string trainer_precision;
+  std::optional<std::int64_t> gradient_accumulation;  // --megatron-var NAME=VALUE: what a launcher sets before the text
   bool allow_unmodelled = false;
   std::vector<std::string> imported;  // options an importer set (given() counts them as given)
   bool imports_applied = false;       // apply_imports ran (only `plan` runs it; the others refuse importers)

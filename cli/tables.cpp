@@ -89,7 +89,8 @@ void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width) {
 bool write_table_row(std::ostream& o, const layout& l, const stage_breakdown& w, const layout_cost* cost,
                      const std::string& axes, std::size_t axes_width) {
   std::string fits = !w.fits ? "no" : w.tight() ? "tight" : "yes";
-  o << pad(strategy_name(l), 32) << axes_cell(axes.empty() ? axes_string(l) : axes, axes_width)
+  const std::string strategy = strategy_name(l);  // a long one (offloads) keeps a space before the axes
+  o << pad(strategy, std::max<std::size_t>(32, strategy.size() + 1)) << axes_cell(axes.empty() ? axes_string(l) : axes, axes_width)
     << num8(w.state) << " " << num8(w.activations) << " " << num8(w.reserve) << " "
     << num8(w.decisive_total()) << (w.peak_decides() ? "* " : "  ");
   if (cost) {

@@ -132,13 +132,15 @@ std::int64_t stage_moe_layers(const problem& p, const param_counts& pc, const la
 rank_params stage_params_on_rank(const problem& p, const param_counts& pc, const layout& l, int stage,
                                  std::int64_t layers, std::int64_t moe_layers);
 // Returns whether buffer `b` lives in host memory when the optimizer is offloaded or not (ZeRO-Offload:
-// master and optimizer states).
-inline bool offloaded(const recipe_buffer& b, bool offload_optimizer) {
-  return offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer);
+// master and optimizer states), and the parameters are or not (ZeRO-3's offload_param: the sharded
+// parameters; the gathered layers stay the GPU's transient).
+inline bool offloaded(const recipe_buffer& b, bool offload_optimizer, bool offload_params = false) {
+  return (offload_optimizer && (b.kind == buffer_kind::master || b.kind == buffer_kind::optimizer)) ||
+         (offload_params && b.kind == buffer_kind::params);
 }
 // Returns whether buffer `b` lives in host memory under `l`.
 inline bool offloaded(const recipe_buffer& b, const layout& l) {
-  return offloaded(b, l.offload_optimizer);
+  return offloaded(b, l.offload_optimizer, l.offload_params && l.zero == 3);
 }
 // Returns the bytes of buffer `i` of recipe `r` for the rank's parameters: the dense part divided over the
 // dp * cp shards and the experts' over the expert data-parallel shards, when the ZeRO stage shards the buffer;

@@ -48,6 +48,7 @@ std::string axes_string(const layout& l) {
 std::string zero_name(const layout& l) {
   std::string s = l.zero == 0 ? (l.shard_degree() > 1 ? "DDP" : "no DP") : "ZeRO-" + std::to_string(l.zero);
   if (l.offload_optimizer) s += "+offload";
+  if (l.offload_params) s += "+param offload";
   return s;
 }
 
@@ -82,6 +83,9 @@ std::optional<bad_input> sharding_error(const layout& l) {
     return bad_input("zero3-inflight-units",
                      "must be between 1 and 1000 (the layer in use is always gathered), got " +
                          std::to_string(l.zero3_inflight_units));
+  if (l.offload_params && l.zero != 3)
+    return bad_input("offload-params", "needs ZeRO 3 (--zero 3): parameter offload moves the sharded parameters, got " +
+                                           std::to_string(l.zero));
   if (l.offload_optimizer && l.zero == 0)
     return bad_input("offload-optimizer",
                      "needs ZeRO 1, 2 or 3 (--zero), got 0: ZeRO-Offload moves the sharded optimizer state");

@@ -161,6 +161,8 @@ struct layout {
   recompute_mode recompute = recompute_mode::none;
   bool sequence_parallel = true;   // only meaningful when tp > 1
   bool offload_optimizer = false;  // ZeRO-Offload: master and optimizer states in host memory
+  bool offload_params = false;     // ZeRO-3 parameter offload (DeepSpeed offload_param): the sharded
+                                   // parameters in host memory, gathered to the GPU layer by layer
   int zero3_inflight_units = 2;    // unsharded layers gathered at once under ZeRO-3
   // DeepSpeed's stage3_max_live_parameters: gathered parameters alive at once (0: no limit); it caps the
   // layers in flight at the whole layers that fit in it.

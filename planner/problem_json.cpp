@@ -204,6 +204,7 @@ nlohmann::json layout_to_json(const layout& l) {
   // The expert, hybrid-sharding and DeepSpeed fields only where they are not the default: a dense layout's
   // JSON is what it was before they existed.
   if (l.ep != 1) j["ep"] = l.ep;
+  if (l.offload_params) j["offload_params"] = true;
   if (l.etp > 0 && l.etp != l.tp) j["etp"] = l.etp;
   if (l.dp_replicate != 1) j["dp_replicate"] = l.dp_replicate;
   if (l.reduce_bucket) j["reduce_bucket"] = l.reduce_bucket;
@@ -216,7 +217,7 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   require_known_keys(j,
                      {"gpus", "tp", "pp", "cp", "dp", "vpp", "zero", "recompute", "sequence_parallel",
                       "offload_optimizer", "zero3_inflight_units", "zero3_live_params", "reshard_after_forward", "ep",
-                      "etp", "dp_replicate", "reduce_bucket", "prefetch_bucket"},
+                      "etp", "dp_replicate", "reduce_bucket", "prefetch_bucket", "offload_params"},
                      origin);
   layout l;  // every field a file leaves out keeps layout's default
   l.gpus = static_cast<int>(int_field(j, "gpus", origin, 1, max_gpus));
@@ -235,6 +236,7 @@ layout layout_from_json(const nlohmann::json& j, const std::string& origin) {
   l.reshard_after_forward =
       opt_bool_field(j, "reshard_after_forward", origin).value_or(l.reshard_after_forward);
   l.ep = static_cast<int>(opt_int_field(j, "ep", origin, 1, max_degree).value_or(l.ep));
+  l.offload_params = opt_bool_field(j, "offload_params", origin).value_or(false);
   l.etp = static_cast<int>(opt_int_field(j, "etp", origin, 1, max_degree).value_or(l.etp));
   if (l.etp == l.tp) l.etp = 0;  // written as the degree; 0 is "the same as tp"
   l.dp_replicate = static_cast<int>(opt_int_field(j, "dp_replicate", origin, 1, max_degree).value_or(l.dp_replicate));

@@ -25,6 +25,7 @@ struct search_axes {
   std::optional<recompute_mode> recompute;
   std::optional<bool> sequence_parallel;
   bool offload_optimizer = false;
+  bool offload_params = false;  // ZeRO-3 parameter offload: fixes the ZeRO stage at 3
   int zero3_inflight_units = 2;
   std::int64_t zero3_live_params = 0;
   bool reshard_after_forward = true;
@@ -69,7 +70,7 @@ struct search_axis {
 // Returns the lowest ZeRO stage the search tries for `p` under `a`: the recipe's lowest (recipe.hpp), and
 // at least 1 with optimizer offload (layout_error's rule).
 inline int lowest_searched_zero(const problem& p, const search_axes& a) {
-  return std::max(p.precision.lowest_zero(), a.offload_optimizer ? 1 : 0);
+  return a.offload_params ? 3 : std::max(p.precision.lowest_zero(), a.offload_optimizer ? 1 : 0);
 }
 
 // Returns the axes for `p` with the user's fixed axes `a`: tp, cp, sp, (MoE: ep, expert tp,) micro-batch, pp, vpp,

@@ -9,11 +9,11 @@
 
 namespace headroom {
 
-state_bound bound_for(const problem& p, int gpus, bool offload_optimizer) {
+state_bound bound_for(const problem& p, int gpus, bool offload_optimizer, bool offload_params) {
   state_bound b;
   b.gpus = gpus;
   for (const auto& buf : p.precision.buffers)
-    if (!offloaded(buf, offload_optimizer)) b.shardable_per_param += buf.bytes;
+    if (!offloaded(buf, offload_optimizer, offload_params)) b.shardable_per_param += buf.bytes;
   b.state_total = detail::checked_mul(b.shardable_per_param, count_params(p.model).total, "state");
   b.per_gpu = b.state_total / gpus;
   b.usable = p.device.capacity - p.device.reserve.fixed;  // the other reserve terms are >= 0
@@ -28,6 +28,7 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   layout settings;  // the sharding settings the search does not vary, with the ZeRO stage if fixed
   settings.zero = axes.zero.value_or(lowest_searched_zero(p, axes));
   settings.offload_optimizer = axes.offload_optimizer;
+  settings.offload_params = axes.offload_params;
   settings.zero3_inflight_units = axes.zero3_inflight_units;
   settings.zero3_live_params = axes.zero3_live_params;
   if (auto e = sharding_error(settings)) throw *e;
@@ -159,6 +160,7 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
   layout& l = x.where;
   l.gpus = gpus;
   l.offload_optimizer = m_axes.offload_optimizer;
+  l.offload_params = m_axes.offload_params;
   l.zero3_inflight_units = m_axes.zero3_inflight_units;
   l.zero3_live_params = m_axes.zero3_live_params;
   l.reshard_after_forward = m_axes.reshard_after_forward;
@@ -242,7 +244,7 @@ suggestion layout_search::suggest(int gpus) const {
   if (gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(gpus));
   suggestion s;
   s.gpus = gpus;
-  s.bound = bound_for(m_problem, gpus, m_axes.offload_optimizer);
+  s.bound = bound_for(m_problem, gpus, m_axes.offload_optimizer, m_axes.offload_params);
   s.space = m_space;
   s.micro_batch_searched = micro_batch_searched();
   s.vpp_searched = !m_axes.vpp;
@@ -310,7 +312,7 @@ bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
 min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   const problem& p = search.the_problem();
   min_gpus_result r;
-  const state_bound b = bound_for(p, 1, search.axes().offload_optimizer);
+  const state_bound b = bound_for(p, 1, search.axes().offload_optimizer, search.axes().offload_params);
   r.bound = b;
   const double state = static_cast<double>(b.state_total);
   // The reference case's (e): room for the cheapest activations at tp = 1, full recomputation: 2*s*b*h*L.

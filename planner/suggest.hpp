@@ -48,7 +48,7 @@ struct suggestion {
 };
 
 // Returns the bound for N GPUs.
-state_bound bound_for(const problem& p, int gpus, bool offload_optimizer);
+state_bound bound_for(const problem& p, int gpus, bool offload_optimizer, bool offload_params = false);
 
 // Precomputed per-(tp, sp, cp) ledger sums for one problem; evaluating a layout is then arithmetic only.
 class layout_search {

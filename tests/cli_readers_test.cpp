@@ -462,3 +462,19 @@ TEST(CliReaders, PresetsAndRecipesAsTablesAndJson) {
 }
 
 }  // namespace
+
+// A Hugging Face DeepSpeed config full of "auto": refused naming the key until the Trainer's values are given,
+// then planned (ZeRO-3 with the optimizer and the parameters offloaded, as the file says).
+TEST(CliReaders, DeepSpeedAutoValuesComeFromTheTrainersFlags) {
+  const std::string ds = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/deepspeed/hf_ds_config_zero3_bf16.json";
+  auto r = run("plan --preset llama3-8b --gpus 8 --deepspeed-config " + ds);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("auto"), std::string::npos) << r.err;
+  r = run("plan --preset llama3-8b --gpus 8 --global-batch 8 --micro-batch 1 --trainer-precision bf16 "
+          "--gradient-accumulation-steps 1 --deepspeed-config " + ds + " --json");
+  ASSERT_NE(r.status, 2) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["layout"]["zero"], 3);
+  EXPECT_EQ(plan["layout"]["offload_params"], true);
+  EXPECT_EQ(plan["stages"][0]["params_bytes"], 0);
+}
