@@ -43,12 +43,10 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, "--micro-batch", o.micro_batch, imp.micro_batch);
   take(o, "--global-batch", o.global_batch, imp.global_batch);
   take(o, "--dispatcher", o.dispatcher, imp.dispatcher);
-  // The attention kernel an importer derived (Megatron's --use-flash-attn, --attention-backend).
-  for (const auto& n : imp.derived)
-    if (n.field == "attention" && (n.value == "flash" || n.value == "eager") && !given(o, "--attention")) {
-      o.attention = n.value;
-      o.imported.emplace_back("--attention");
-    }
+  if (imp.attention && !given(o, "--attention")) {
+    o.attention = to_string(*imp.attention);
+    o.imported.emplace_back("--attention");
+  }
   take(o, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
   if (imp.pad_to_capacity && !given(o, "--pad-to-capacity")) o.pad_to_capacity = true;
   if (imp.seq && !given(o, "--seq")) {

@@ -59,13 +59,9 @@ std::int64_t reserve_tokens(const problem& p, const layout& l) {
 std::int64_t stage_moe_layers(const problem& p, const param_counts& pc, const layout& l, int stage,
                               std::int64_t layers) {
   if (pc.moe_before.empty()) return 0;
-  if (l.vpp <= 1) return pc.moe_layers_in(first_layer_of(p, l, stage), layers);
-  // Interleaved: chunk c of this stage is virtual stage c * pp + stage. Every stage's layers divide by vpp
-  // (split_error), so each round of pp virtual stages holds L / vpp layers.
-  const std::int64_t per_chunk = layers / l.vpp, round = p.model.layers / l.vpp;
-  const std::int64_t before = first_layer_of(p, l, stage) / l.vpp;
+  const std::int64_t first = first_layer_of(p, l, stage), per_chunk = layers / l.vpp;
   std::int64_t n = 0;
-  for (int c = 0; c < l.vpp; ++c) n += pc.moe_layers_in(c * round + before, per_chunk);
+  for (int c = 0; c < l.vpp; ++c) n += pc.moe_layers_in(chunk_first_layer(p, l, first, c), per_chunk);
   return n;
 }
 
@@ -186,16 +182,14 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
   if (l.vpp > 1 && !pc.moe_before.empty()) {
     // Interleaved chunks of different layer kinds: each chunk weighted by its copies at the end of the
-    // warm-up (forward step i runs chunk (i mod pp*v) / pp: schedule.hpp), not the stage's average.
+    // warm-up (schedule.hpp), not the stage's average.
     const std::int64_t W = chunks_in_flight(l, stage, M), per_chunk = s.layers / l.vpp;
-    const std::int64_t round = p.model.layers / l.vpp, before = first_layer_of(p, l, stage) / l.vpp;
+    const std::int64_t first = first_layer_of(p, l, stage);
     s.activations = 0;
     for (int c = 0; c < l.vpp; ++c) {
-      std::int64_t copies = 0;
-      for (std::int64_t i = 0; i < W; ++i) copies += (i % (static_cast<std::int64_t>(l.pp) * l.vpp)) / l.pp == c;
-      const std::int64_t moe = pc.moe_layers_in(c * round + before, per_chunk);
-      s.activations += saturating_mul(copies, (per_chunk - moe) * per_layer.of(l.recompute) +
-                                                  moe * peaks.moe_layer.of(l.recompute));
+      const std::int64_t moe = pc.moe_layers_in(chunk_first_layer(p, l, first, c), per_chunk);
+      s.activations += saturating_mul(chunk_copies_in_flight(l, W, c), (per_chunk - moe) * per_layer.of(l.recompute) +
+                                                                            moe * peaks.moe_layer.of(l.recompute));
     }
   } else {
     s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp,

@@ -96,7 +96,7 @@ bad_input recipe_zero_error(const recipe& r, int zero) {
   const int lo = r.lowest_zero(), hi = r.highest_zero();
   return bad_input("zero", "recipe '" + r.name.substr(0, 60) + "' runs with ZeRO " + std::to_string(lo) +
                                (lo == hi ? "" : " to " + std::to_string(hi)) + ", got " + std::to_string(zero) +
-                               (r.name == "megatron-distopt"
+                               (lo == 1
                                     ? " (--use-distributed-optimizer is ZeRO 1: give --zero 1)"
                                     : " (a buffer it never shards contradicts ZeRO 2 and 3)"));
 }

@@ -37,6 +37,24 @@ inline std::int64_t stage_layers(const problem& p, const layout& l, int stage) {
 // Returns the first transformer layer (0-based, global) of stage `stage`.
 std::int64_t first_layer_of(const problem& p, const layout& l, int stage);
 
+// Returns the first layer (0-based, global) of model chunk `chunk` of stage `stage`, whose first layer is
+// `stage_first` (first_layer_of): with vpp = 1 the stage's own; interleaved, chunk c is virtual stage
+// c * pp + stage, c rounds of L / vpp layers after the stage's share of the first round (every stage's layers
+// divide by vpp: split_error). estimate() and the step trace place MoE layers by it.
+inline std::int64_t chunk_first_layer(const problem& p, const layout& l, std::int64_t stage_first,
+                                      std::int64_t chunk) {
+  return l.vpp <= 1 ? stage_first : chunk * (p.model.layers / l.vpp) + stage_first / l.vpp;
+}
+
+// Returns the copies of model chunk `chunk` a stage holds at the end of its warm-up, when `in_flight`
+// (chunks_in_flight) chunks are alive: forward step i runs chunk (i mod pp*vpp) / pp.
+inline std::int64_t chunk_copies_in_flight(const layout& l, std::int64_t in_flight, std::int64_t chunk) {
+  const std::int64_t round = static_cast<std::int64_t>(l.pp) * l.vpp;
+  const std::int64_t full = in_flight / round, rest = in_flight % round;
+  const std::int64_t in_rest = rest - chunk * l.pp;
+  return full * l.pp + (in_rest <= 0 ? 0 : in_rest < l.pp ? in_rest : l.pp);
+}
+
 // Returns whether no middle stage holds more layers than the first, so that only the first and the last
 // stage can be the worst (the search's fast path).
 inline bool middle_stages_dominated(const problem& p, const layout& l) {

@@ -25,12 +25,16 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
     : m_problem(p), m_axes(axes), m_costs(costs) {
   validate(p.model);
   validate(p.training, p.device);
-  layout settings;  // the sharding settings the search does not vary, with the ZeRO stage if fixed
+  layout& settings = m_settings;  // the settings the search does not vary, with the ZeRO stage if fixed
   settings.zero = axes.zero.value_or(lowest_searched_zero(p, axes));
   settings.offload_optimizer = axes.offload_optimizer;
   settings.offload_params = axes.offload_params;
+  settings.dp_replicate = axes.dp_replicate;
   settings.zero3_inflight_units = axes.zero3_inflight_units;
   settings.zero3_live_params = axes.zero3_live_params;
+  settings.reshard_after_forward = axes.reshard_after_forward;
+  settings.reduce_bucket = axes.reduce_bucket;
+  settings.prefetch_bucket = axes.prefetch_bucket;
   if (auto e = sharding_error(settings)) throw *e;
   if (axes.zero && (*axes.zero > p.precision.highest_zero() || *axes.zero < p.precision.lowest_zero()))
     throw recipe_zero_error(p.precision, *axes.zero);
@@ -64,6 +68,16 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   }
 }
 
+namespace {
+// Returns the fewest GPUs on which the axes set in `l` form a grid: tp * pp * cp * ep * expert tp * replicas
+// (so that ep * expert tp divides dp * tp * cp and the replicas divide dp), at most max_gpus. The
+// precomputation checks each level's values on it; a variant's own ranks stay tp * cp.
+int smallest_grid(const layout& l) {
+  return static_cast<int>(std::min<std::int64_t>(
+      max_gpus, static_cast<std::int64_t>(l.tp) * l.pp * l.cp * l.ep * l.expert_tp() * l.dp_replicate));
+}
+}  // namespace
+
 void layout_search::precompute_ledger(std::optional<bad_input>& first_error) {
   // Checked with pp = 1 and no split: the pipeline is checked with its own axes.
   problem unsplit = m_problem;
@@ -71,15 +85,10 @@ void layout_search::precompute_ledger(std::optional<bad_input>& first_error) {
   const auto& m = m_problem.model;
   for (std::size_t c = 0; c < m_ledger.size(); ++c) {
     search_point x;
+    x.where = m_settings;  // a ZeRO stage the recipe runs with: the grid's ranks below make dp > 1
     m_ledger.apply(c, x);
     if (!m_ledger.applies(c, x.where)) continue;  // sp means nothing without tp: tp = 1 is searched once
-    x.where.dp_replicate = m_axes.dp_replicate;
-    // A stage the recipe runs with: the expert grid's ranks below make dp > 1, where layout_error asks it.
-    x.where.zero = m_axes.zero.value_or(lowest_searched_zero(m_problem, m_axes));
-    x.where.offload_optimizer = m_axes.offload_optimizer;
-    x.where.gpus = static_cast<int>(std::min<std::int64_t>(
-        max_gpus, static_cast<std::int64_t>(x.where.tp) * x.where.pp * x.where.cp * x.where.ep * x.where.expert_tp() *
-                      m_axes.dp_replicate));
+    x.where.gpus = smallest_grid(x.where);
     auto e = layout_error(unsplit, x.where);
     if (e && !first_error && m_ledger.as_plan_builds(c, x.where)) first_error = e;
     if (e) continue;
@@ -101,13 +110,10 @@ void layout_search::precompute_pipeline(std::optional<bad_input>& first_error) {
   // Llama 3 405B's 126 layers are searched at pp = 16 too.
   for (std::size_t c = 0; c < m_pipeline.size(); ++c) {
     search_point x;
+    x.where = m_settings;
     m_pipeline.apply(c, x);
     if (!m_pipeline.applies(c, x.where)) continue;  // interleaving needs a pipeline
-    x.where.dp_replicate = m_axes.dp_replicate;
-    x.where.zero = m_axes.zero.value_or(lowest_searched_zero(m_problem, m_axes));
-    x.where.offload_optimizer = m_axes.offload_optimizer;
-    x.where.gpus = static_cast<int>(std::min<std::int64_t>(
-        max_gpus, static_cast<std::int64_t>(x.where.tp) * x.where.pp * x.where.cp * m_axes.dp_replicate));
+    x.where.gpus = smallest_grid(x.where);
     auto e = layout_error(m_problem, x.where);
     if (e && !first_error && m_pipeline.as_plan_builds(c, x.where)) first_error = e;
     if (!e) m_pipelines.push_back({c, x.where.gpus});
@@ -158,15 +164,8 @@ template <class Visit>
 void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& visit) const {
   search_point x;
   layout& l = x.where;
+  l = m_settings;  // the axes' levels below set the rest
   l.gpus = gpus;
-  l.offload_optimizer = m_axes.offload_optimizer;
-  l.offload_params = m_axes.offload_params;
-  l.zero3_inflight_units = m_axes.zero3_inflight_units;
-  l.zero3_live_params = m_axes.zero3_live_params;
-  l.reshard_after_forward = m_axes.reshard_after_forward;
-  l.dp_replicate = m_axes.dp_replicate;
-  l.reduce_bucket = m_axes.reduce_bucket;
-  l.prefetch_bucket = m_axes.prefetch_bucket;
   // The pipelines whose ranks divide N, found once per N rather than once per variant.
   std::vector<pipeline> pipes;
   for (const auto& q : m_pipelines)

@@ -102,6 +102,7 @@ class layout_search {
   problem m_problem;
   search_axes m_axes;
   cost_model m_costs;
+  layout m_settings;  // what the search does not vary (ZeRO if fixed, offloads, ZeRO-3 units, replicas)
   param_counts m_params;
   std::vector<search_axis> m_space;
   axis_combos m_ledger, m_pipeline, m_state, m_activation;  // the combinations of each level's axes

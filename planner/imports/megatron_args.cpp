@@ -168,8 +168,10 @@ void megatron_reader::read_parallel() {
                                         "(arguments.py l.1335-1338)");
   if (const auto backend = str("--attention-backend")) {
     const bool eager = *backend == "unfused" || *backend == "local";
+    m_out.attention = eager ? attention_kind::eager : attention_kind::flash;
     derive("attention", eager ? "eager" : "flash", "--attention-backend " + printable(*backend, 20));
   } else if (has("--use-flash-attn")) {
+    m_out.attention = attention_kind::flash;
     derive("attention", "flash", "--use-flash-attn");
   }
 }

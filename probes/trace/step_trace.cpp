@@ -138,11 +138,8 @@ class schedule_walker {
     const std::int64_t c = m_v == 1 ? 0 : (i % (m_pp * m_v)) / m_pp;
     return fwd ? c : m_v - 1 - c;
   }
-  // Chunk c of this stage is virtual stage c * pp + stage: it starts c rounds of L / vpp layers after
-  // the stage's share of the first round (estimate.cpp stage_moe_layers walks the same layers).
-  std::int64_t first_layer(std::int64_t chunk) const {
-    return m_v == 1 ? m_stage_first : chunk * (m_p.model.layers / m_v) + m_stage_first / m_v;
-  }
+  // The first layer of chunk `chunk` of this stage (schedule.hpp chunk_first_layer, as estimate() places it).
+  std::int64_t first_layer(std::int64_t chunk) const { return chunk_first_layer(m_p, m_l, m_stage_first, chunk); }
   // Returns the tensors of layer j of a chunk: the MoE kind's where the model says so.
   const layer_kind& kind_of(std::int64_t chunk, std::int64_t j) const {
     return m_p.model.is_moe_layer(first_layer(chunk) + j) ? m_moe : m_dense;
