@@ -14,6 +14,7 @@
 #include <string>
 
 #include "calibrate_command.hpp"
+#include "compare_command.hpp"
 #include "exit_codes.hpp"
 #include "one_line.hpp"
 #include "plan_command.hpp"
@@ -25,6 +26,7 @@
 #include "probes/devices/device.hpp"
 #include "probes/io/results_file.hpp"
 #include "probes/records/envelope.hpp"
+#include "report_command.hpp"
 #include "snapshot_command.hpp"
 #include "tables.hpp"
 #include "validate_command.hpp"
@@ -105,6 +107,8 @@ struct options {
   probe_command_options probe;
   snapshot_options snapshot;
   calibrate_options cal;
+  compare_options compare;
+  report_options report;
   validate_options validate;
 };
 
@@ -115,8 +119,8 @@ commands add_commands(CLI::App& app, options& o) {
   c.probe = add_probe_command(app, o.probe);
   c.snapshot = add_snapshot_command(app, o.snapshot);
   c.calibrate = add_calibrate_command(app, o.cal);
-  c.compare = add_compare_command(app, o.cal);
-  c.report = add_report_command(app, o.cal);
+  c.compare = add_compare_command(app, o.compare);
+  c.report = add_report_command(app, o.report);
   c.validate = add_validate_command(app, o.validate);
   c.presets = app.add_subcommand("presets", "List the model presets: parameters, shape, sequence, kind, source");
   c.presets->add_flag("--json", o.presets_json, "Write them as JSON");
@@ -141,8 +145,8 @@ int dispatch(const commands& c, const options& o) {
   if (c.plan->parsed()) return run_plan(o.plan);
   if (c.validate->parsed()) return run_validate(o.validate);
   if (c.calibrate->parsed()) return run_calibrate(o.cal);
-  if (c.compare->parsed()) return run_compare(o.cal);
-  if (c.report->parsed()) return run_report(o.cal);
+  if (c.compare->parsed()) return run_compare(o.compare);
+  if (c.report->parsed()) return run_report(o.report);
   if (c.snapshot->parsed()) return run_snapshot(o.snapshot);
   if (c.trace->parsed()) return run_trace(o.trace);
   if (c.probe->parsed()) return run_probe(o.probe);

@@ -1,6 +1,5 @@
 // calibrate_test.cpp: the reserve fit recovers planted coefficients, refuses what it cannot fit, round-trips
-// its file and feeds the planner; compare flags exactly the planted regressions; the HTML report is
-// well-formed (and renders in a real headless browser when one is installed).
+// its file and feeds the planner (compare_test.cpp and report_test.cpp test the other calibrate/ parts).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +16,7 @@
 #include "probes/allocators/caching_allocator.hpp"
 #include "probes/trace/replay.hpp"
 #include "probes/devices/sim_device.hpp"
+#include "calibrate_support.hpp"
 #include "test_support.hpp"
 
 namespace headroom::calibrate {
@@ -24,63 +24,7 @@ namespace {
 
 using probes::measurement_record;
 
-// A record of `preset` on `l` whose footprint obeys a planted reserve: fixed + frag x churn + tok x tokens.
-measurement_record planted(const std::string& preset, const layout& l, std::int64_t seq, double fixed,
-                           double frag, double tok, bool cuda) {
-  problem p = test::preset_problem(preset);
-  p.training.seq = seq;
-  const breakdown b = estimate(p, l);
-  const auto& w = b.worst_stage();
-  measurement_record r;
-  r.origin = preset + " seq " + std::to_string(seq) + " " + axes_string(l) + (cuda ? " cuda" : " sim");
-  r.kind = "probe";
-  r.backend = cuda ? "cuda" : "sim";
-  r.measured = cuda;
-  r.inputs = p;
-  r.where = b.where;
-  r.stage = w.stage;
-  r.persistent = w.persistent;
-  r.transient = w.transient;
-  r.activations = w.activations;
-  r.working_set = w.working_set;
-  r.output_phase = w.output_phase;
-  const double churn =
-      static_cast<double>(w.transient + w.activations + std::max(w.working_set, w.output_phase));
-  const double tokens = static_cast<double>(reserve_tokens(p, l));
-  const double model = static_cast<double>(w.persistent + w.transient + w.activations);
-  const double foot = model + (cuda ? fixed : 0) + frag * churn + tok * tokens;
-  if (cuda) {
-    r.device_used_at_peak = static_cast<std::int64_t>(std::llround(foot)) + 300 * mib;
-    r.used_before_context = 300 * mib;  // what another process held: subtracted
-  } else {
-    r.peak_reserved = static_cast<std::int64_t>(std::llround(foot));
-  }
-  return r;
-}
-
-std::vector<measurement_record> planted_set(double fixed, double frag, double tok, bool all_sim = false) {
-  std::vector<measurement_record> out;
-  const struct {
-    const char* preset;
-    int gpus, zero;
-    recompute_mode r;
-    std::int64_t seq;
-    bool cuda;
-  } cases[] = {{"gpt3-1.3b", 8, 1, recompute_mode::none, 2048, true},
-               {"gpt3-1.3b", 8, 3, recompute_mode::selective, 4096, true},
-               {"gpt3-2.7b", 8, 2, recompute_mode::full, 1024, true},
-               {"gpt3-6.7b", 16, 3, recompute_mode::full, 8192, false},
-               {"llama2-7b", 8, 3, recompute_mode::selective, 2048, true},
-               {"gpt3-350m", 4, 0, recompute_mode::none, 512, false}};
-  for (const auto& c : cases) {
-    layout l;
-    l.gpus = c.gpus;
-    l.zero = c.zero;
-    l.recompute = c.r;
-    out.push_back(planted(c.preset, l, c.seq, fixed, frag, tok, c.cuda && !all_sim));
-  }
-  return out;
-}
+using namespace test_records;
 
 TEST(Calibrate, FitRecoversPlantedCoefficients) {
   const double fixed = 1.7 * gib, frag = 0.08, tok = 4096;
@@ -166,103 +110,6 @@ TEST(Calibrate, FileRoundTripsAndFeedsThePlanner) {
   const auto m = mismatches(named, {"NVIDIA B200", "", ""});
   ASSERT_EQ(m.size(), 1u);
   EXPECT_NE(m[0].find("NVIDIA B200"), std::string::npos);
-}
-
-measurement_record simple(const std::string& model, std::int64_t reserved, double frag) {
-  measurement_record r;
-  r.kind = "probe";
-  r.backend = "sim";
-  r.allocator = "caching";
-  r.peak_reserved = reserved;
-  r.peak_allocated = reserved / 2;
-  r.fragmentation = frag;
-  r.raw = {{"inputs", {{"layout", "tp=1 pp=1 dp=8, ZeRO-1, recompute none"}}}};
-  r.inputs = test::preset_problem(model);
-  return r;
-}
-
-TEST(Compare, FlagsExactlyThePlantedRegressions) {
-  std::vector<measurement_record> base = {simple("gpt3-1.3b", 40 * gib, 0.10),
-                                          simple("gpt3-2.7b", 60 * gib, 0.20),
-                                          simple("gpt3-6.7b", 70 * gib, 0.05)};
-  auto fresh = base;
-  fresh[0].peak_reserved += 5 * gib;             // regression: +12.5%
-  fresh[1].peak_reserved += 32 * mib;            // moved, within 2% / 64 MiB
-  fresh[2].fragmentation = 0.15;                 // regression: +10 points
-  fresh.push_back(simple("llama2-7b", gib, 0));  // only in the new set
-  const comparison c = compare(base, fresh, {});
-  EXPECT_EQ(c.regressions, 2);
-  EXPECT_EQ(c.moved.size(), 3u);
-  ASSERT_EQ(c.only_new.size(), 1u);
-  EXPECT_TRUE(c.only_baseline.empty());
-  for (const auto& m : c.moved) {
-    if (m.figure == "peak reserved" && m.key.find("gpt3-2.7b") != std::string::npos) {
-      EXPECT_FALSE(m.exceeds);
-    }
-    if (m.figure == "peak reserved" && m.key.find("gpt3-1.3b") != std::string::npos) {
-      EXPECT_TRUE(m.exceeds);
-    }
-    if (m.figure == "fragmentation") {
-      EXPECT_TRUE(m.exceeds);
-    }
-  }
-  EXPECT_EQ(compare(base, base, {}).moved.size(), 0u);
-}
-
-// The report as a user sees it: one well-formed, self-contained HTML file; rendered by a real headless
-// browser to a non-blank screenshot when Debian's chromium is installed.
-TEST(Report, IsSelfContainedAndWellFormed) {
-  const auto recs = planted_set(gib, 0.1, 100);
-  const std::string html = html_report(recs, fit(recs), "test report");
-  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_EQ(html.find("http://") == std::string::npos ||
-                html.find("http://www.w3.org/2000/svg") != std::string::npos,
-            true);
-  EXPECT_EQ(html.find("https://"), std::string::npos);
-  for (const char* tag : {"html", "body", "table", "svg", "h1"}) {
-    std::size_t open = 0, close = 0;
-    for (std::size_t at = 0; (at = html.find(std::string("<") + tag, at)) != std::string::npos; ++at) ++open;
-    for (std::size_t at = 0; (at = html.find(std::string("</") + tag + ">", at)) != std::string::npos; ++at)
-      ++close;
-    EXPECT_EQ(open, close) << tag;
-  }
-  EXPECT_NE(html.find("Residuals of the reserve"), std::string::npos);
-  EXPECT_NE(html.find("fragmentation"), std::string::npos);
-  const char* browsers[] = {"chromium", "chromium-browser"};
-  std::string browser;
-  for (const char* b : browsers)
-    if (std::system((std::string("command -v ") + b + " >/dev/null 2>&1").c_str()) == 0) browser = b;
-  if (browser.empty())
-    GTEST_SKIP() << "no headless chromium installed (apt-get install chromium): not rendered";
-  const std::string dir = ::testing::TempDir() + "/headroom_report_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/r.html") << html;
-  const std::string shot = dir + "/r.png";
-  const std::string cmd = browser + " --headless --no-sandbox --disable-gpu --screenshot=" + shot +
-                          " --window-size=1200,900 file://" + dir + "/r.html >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  ASSERT_TRUE(std::filesystem::exists(shot));
-  EXPECT_GT(std::filesystem::file_size(shot), 10000u);  // a blank 1200x900 PNG compresses far below this
-}
-
-// Every string from a record or a calibration is escaped in the report: markup is shown, never run, in
-// text and attribute values alike.
-TEST(Report, EscapesEveryStringFromARecord) {
-  auto recs = planted_set(gib, 0.1, 100);
-  recs[0].origin = "<script>alert('x')</script>.json";
-  recs[1].origin = "a\" onload='y'.json";
-  calibration cal = fit(recs);
-  cal.margin_rule = "<img src=x onerror='z'>";
-  cal.terms[0].why = "<b>bold</b> & 'quoted'";
-  const std::string html = html_report(recs, cal, "<title>'t'");
-  EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_EQ(html.find("<img"), std::string::npos);
-  EXPECT_EQ(html.find("<b>"), std::string::npos);
-  EXPECT_EQ(html.find("'x'"), std::string::npos);
-  EXPECT_EQ(html.find("onload='y'"), std::string::npos);
-  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;.json"), std::string::npos);
-  EXPECT_NE(html.find("&lt;b&gt;bold&lt;/b&gt; &amp; &#39;quoted&#39;"), std::string::npos);
 }
 
 }  // namespace
