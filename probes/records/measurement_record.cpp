@@ -149,6 +149,7 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       r.fragmentation = fraction_or_zero(devs[0], "fragmentation_at_reserved_peak", origin + ": devices[0]");
       r.out_of_memory = devs[0].contains("ooms") && !devs[0]["ooms"].empty();
       if (j.contains("inputs") && j.contains("predicted")) read_case(r, j["inputs"], j["predicted"]);
+      if (const auto v = j.find("snapshot_view"); v != j.end() && v->is_object()) r.snapshot_view = *v;
       return r;
     }
     if (r.backend != "sim" && r.backend != "cuda")

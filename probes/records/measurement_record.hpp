@@ -63,6 +63,13 @@ struct measurement_record {
   std::optional<std::int64_t> fixed_overhead_bytes, context_bytes;
   bool out_of_memory = false;
   std::optional<records::timeline> timeline;  // probe records from headroom.measurement/1.5 on
+  // An observation's kind of figure (calibrate/observations.hpp): "device_used" (nvidia-smi: holds the CUDA
+  // context and NCCL), "reserved_peak" (torch.cuda.max_memory_reserved), "allocated_peak"; "" for the
+  // records headroom writes itself.
+  std::string figure;
+  // A snapshot record's view for the report (memory timeline by top frame, largest allocations and segments
+  // at the peak; probes/snapshots/snapshot_record.hpp); null when the record has none.
+  nlohmann::json snapshot_view;
   nlohmann::json raw;  // what compare reads of the document: inputs.layout, module_loading, source, layers
 };
 
