@@ -103,7 +103,7 @@ std::string html_report(const std::vector<probes::measurement_record>& records,
       // Predicted reserve for this case: the calibration's terms, else the reference case's default.
       const reserve_model res = cal ? reserve_of(*cal, "") : r.inputs->device.reserve;
       o.predicted = static_cast<double>(
-          res.bytes(static_cast<std::int64_t>(o.x[1]), static_cast<std::int64_t>(o.x[2])));
+          res.bytes(static_cast<std::int64_t>(o.x[1]), static_cast<std::int64_t>(o.x[2]), r.activations));
       if (o.x[0] == 0) o.predicted -= static_cast<double>(res.fixed);  // no context in the footprint
       o.residual = o.y - o.predicted;
       cases.push_back(r);

@@ -176,6 +176,10 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
       o << "    per token " << fixed(r.per_token, 1) << " B x " << tokens
         << " tokens = " << gib_str(static_cast<std::int64_t>(r.per_token * static_cast<double>(tokens)), 2)
         << " GiB\n";
+      if (r.activation_extra != 0)
+        o << "    activations " << fixed(r.activation_extra, 4) << " x " << gib_str(w.activations, 2) << " GiB = "
+          << gib_str(static_cast<std::int64_t>(r.activation_extra * static_cast<double>(w.activations)), 2)
+          << " GiB (the fitted activation factor less one)\n";
       o << "    (churn = transient + activations + max(working set, output phase))\n";
     }
   }

@@ -67,6 +67,8 @@ void validate(const training_spec& t, const device_spec& d) {
   if (!(d.reserve.fragmentation >= 0) || d.reserve.fragmentation > 100 || !(d.reserve.per_token >= 0) ||
       d.reserve.per_token > 1e12)
     throw bad_input("calibration", "reserve terms must be finite and non-negative");
+  if (!(d.reserve.activation_extra >= -0.9) || d.reserve.activation_extra > 100)
+    throw bad_input("calibration", "the activation term must be finite and between -0.9 and 100 bytes per byte");
   if (d.fixed_overheads < 0) throw bad_input("fixed-overheads", "must not be negative");
   if (d.fixed_overheads >= d.capacity) throw bad_input("fixed-overheads", "must be smaller than gpu-mem");
   if (d.gpus_per_node <= 0 || d.gpus_per_node > max_gpus_per_node)

@@ -77,10 +77,12 @@ moe_routing routing_from_json(const nlohmann::json& j, const std::string& origin
 }  // namespace
 
 nlohmann::json reserve_to_json(const reserve_model& r) {
-  return {{"fixed_bytes", r.fixed},
-          {"fragmentation", r.fragmentation},
-          {"per_token_bytes", r.per_token},
-          {"source", r.source}};
+  nlohmann::json j = {{"fixed_bytes", r.fixed},
+                      {"fragmentation", r.fragmentation},
+                      {"per_token_bytes", r.per_token},
+                      {"source", r.source}};
+  if (r.activation_extra != 0) j["activation_extra"] = r.activation_extra;  // written only when fitted
+  return j;
 }
 
 reserve_model reserve_from_json(const nlohmann::json& j, const std::string& origin) {
@@ -90,11 +92,13 @@ reserve_model reserve_from_json(const nlohmann::json& j, const std::string& orig
     return r;
   }
   if (!j.is_object()) throw bad_input(origin, "expected the reserve's terms as an object");
-  detail::require_known_keys(j, {"fixed_bytes", "fragmentation", "per_token_bytes", "source"}, origin);
+  detail::require_known_keys(j, {"fixed_bytes", "fragmentation", "per_token_bytes", "activation_extra", "source"},
+                             origin);
   reserve_model r;
   r.fixed = int_field(j, "fixed_bytes", origin, 0, INT64_MAX / 4);
   r.fragmentation = opt_number_field(j, "fragmentation", origin).value_or(0);
   r.per_token = opt_number_field(j, "per_token_bytes", origin).value_or(0);
+  r.activation_extra = opt_number_field(j, "activation_extra", origin).value_or(0);
   r.source = opt_string_field(j, "source", origin).value_or("");
   return r;
 }

@@ -46,7 +46,7 @@ struct stage_terms {
   // Returns the reserve on device `d` for a micro-batch of `tokens` tokens on this rank, bytes
   // (reserve.hpp).
   std::int64_t reserve(const device_spec& d, std::int64_t tokens) const {
-    return d.reserve.bytes(churn(), tokens);
+    return d.reserve.bytes(churn(), tokens, activations);
   }
   // Returns the reference total, bytes: state + activations + reserve.
   std::int64_t total(const device_spec& d, std::int64_t tokens) const { return held() + reserve(d, tokens); }
