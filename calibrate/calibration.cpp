@@ -24,7 +24,106 @@ namespace {
 // planner's documented fixed overheads), not the reference case's 10 GiB, which also covers the other terms.
 const std::int64_t fixed_prior = device_spec{}.fixed_overheads;
 
+// Returns the key runs of one model implementation share: its name and shape (the sequence and batch are
+// the training's, not the model's, so two sizes of one model share it).
+std::string implementation_key(const model_spec& m) {
+  return m.name + " L" + std::to_string(m.layers) + " h" + std::to_string(m.hidden) + " a" +
+         std::to_string(m.heads) + " f" + std::to_string(m.ffn_hidden) + " v" + std::to_string(m.vocab);
+}
+
+// Returns whether an observation's y is a reserved peak less the model terms: the records the activation
+// factor is fitted on.
+bool is_reserved_peak(const observation& o) {
+  return o.kind == "snapshot" || (o.kind == "observation" && o.figure == "reserved_peak");
+}
+
+void domain_add_distinct(std::vector<std::string>& v, const std::string& s) {
+  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+}
+
+// The domain of `records` (calibration_domain).
+calibration_domain domain_of(const std::vector<probes::measurement_record>& records) {
+  calibration_domain d;
+  d.stated = true;
+  for (const auto& r : records) {
+    if (r.measured) {
+      domain_add_distinct(d.gpus, r.gpu);
+      domain_add_distinct(d.drivers, r.driver);
+    }
+    domain_add_distinct(d.allocators, r.allocator);
+    const std::string kind = r.kind + (r.figure.empty() ? "" : " " + r.figure);
+    auto it = std::find_if(d.kinds.begin(), d.kinds.end(), [&](const auto& k) { return k.first == kind; });
+    if (it == d.kinds.end())
+      d.kinds.emplace_back(kind, 1);
+    else
+      ++it->second;
+    if (!r.inputs || !r.where) continue;
+    domain_add_distinct(d.recipes, r.inputs->precision.name);
+    d.parameters.add(static_cast<double>(count_params(r.inputs->model).total));
+    d.tokens.add(static_cast<double>(reserve_tokens(*r.inputs, *r.where)));
+    const stage_terms t{r.persistent, r.transient, r.activations, r.working_set, r.output_phase};
+    d.predicted_peak.add(static_cast<double>(t.step_peak()));
+  }
+  return d;
+}
+
 }  // namespace
+
+void value_range::add(double v) {
+  lo = empty ? v : std::min(lo, v);
+  hi = empty ? v : std::max(hi, v);
+  empty = false;
+}
+
+term_fit fit_activation_extra(const std::vector<observation>& obs, std::string* implementation,
+                              int min_sizes) {
+  term_fit f;
+  // Implementations with enough sizes, in the order first seen.
+  std::vector<std::string> keys;
+  for (const auto& o : obs) {
+    if (!is_reserved_peak(o) || o.activations <= 0) continue;
+    std::vector<double> sizes;
+    for (const auto& q : obs)
+      if (is_reserved_peak(q) && q.implementation == o.implementation &&
+          std::find(sizes.begin(), sizes.end(), q.x[2]) == sizes.end())
+        sizes.push_back(q.x[2]);
+    if (static_cast<int>(sizes.size()) >= min_sizes) domain_add_distinct(keys, o.implementation);
+  }
+  if (keys.empty()) {
+    f.why =
+        "not fitted: no two reserved peaks (snapshot or observed) of one model at different tokens per "
+        "micro-batch; 0";
+    return f;
+  }
+  // One implementation only: a factor is a property of one model's code, and the planner holds one.
+  const std::string key = keys.front();
+  double ya = 0, aa = 0;
+  int n = 0;
+  for (const auto& o : obs)
+    if (is_reserved_peak(o) && o.implementation == key && o.activations > 0) {
+      ya += o.y * o.activations;
+      aa += o.activations * o.activations;
+      ++n;
+    }
+  f.value = ya / aa;
+  double rss = 0;
+  for (const auto& o : obs)
+    if (is_reserved_peak(o) && o.implementation == key && o.activations > 0)
+      rss += (o.y - f.value * o.activations) * (o.y - f.value * o.activations);
+  f.stderr_ = n > 1 ? std::sqrt(rss / (n - 1) / aa) : 0;
+  if (f.value <= -1) {  // the model would hold no activations at all: the records contradict the ledger
+    const std::string got = trim(f.value + 1, 3);
+    f = term_fit{};
+    f.why = "not used: the fit on " + key + " gave a factor of " + got + " (no activations held); 0";
+    return f;
+  }
+  f.fitted = true;
+  f.why = "fitted on " + std::to_string(n) + " reserved peak(s) of " + key +
+          (n > 1 ? " (least squares through the origin)" : " (exactly: one record, no uncertainty)") +
+          (keys.size() > 1 ? "; other models' records not used for it" : "");
+  if (implementation) *implementation = key;
+  return f;
+}
 
 observation observe(const probes::measurement_record& r) {
   observation o;
@@ -46,6 +145,25 @@ observation observe(const probes::measurement_record& r) {
   const double model = static_cast<double>(terms.held());
   const double churn = static_cast<double>(terms.churn());
   const double tokens = static_cast<double>(reserve_tokens(*r.inputs, *r.where));
+  o.activations = static_cast<double>(r.activations);
+  o.implementation = implementation_key(r.inputs->model);
+  o.figure = r.figure;
+  if (r.kind == "observation") {
+    if (r.figure == "device_used" && r.device_used_at_peak) {
+      o.y = static_cast<double>(*r.device_used_at_peak) - model;
+      o.x = {1, churn, tokens};
+    } else if (r.figure == "reserved_peak") {
+      o.y = static_cast<double>(r.peak_reserved) - model;
+      o.x = {0, churn, tokens};
+    } else if (r.figure == "allocated_peak") {
+      // Live tensors only: no context, no cached slack; what the ledger misses per token.
+      o.y = static_cast<double>(r.peak_allocated) - model;
+      o.x = {0, 0, tokens};
+    } else {
+      throw bad_input(r.origin, "an observation of unknown figure '" + printable(r.figure, 40) + "'");
+    }
+    return o;
+  }
   if (r.kind == "probe" && r.backend == "cuda") {
     if (!r.device_used_at_peak)
       throw bad_input(r.origin, "a CUDA record without the device-used memory at its reserved peak");
@@ -63,21 +181,33 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
   c.created = records::utc_now();
   for (const auto& r : records) {
     c.records.push_back(observe(r));
-    if (r.measured && r.backend == "cuda") {
+    if (r.measured && (r.backend == "cuda" || r.kind == "observation")) {
       if (c.gpu.empty()) c.gpu = r.gpu;
       if (c.driver.empty()) c.driver = r.driver;
       if (c.cuda_runtime.empty()) c.cuda_runtime = r.cuda_runtime;
       if (c.nccl.empty()) c.nccl = r.nccl;
     }
     if (r.kind == "probe" && c.allocator.empty()) c.allocator = r.allocator;
-    if (r.kind == "snapshot" && c.allocator.empty()) c.allocator = r.allocator;
+    if ((r.kind == "snapshot" || r.kind == "observation") && c.allocator.empty()) c.allocator = r.allocator;
     if (r.fixed_overhead_bytes) c.fixed_overheads = *r.fixed_overhead_bytes;
   }
+  c.domain = domain_of(records);
+  // Records of one model only: its generic terms and its factor cannot be told apart, and the factor is
+  // what extrapolates that model's sizes, so it is fitted first. Records of several models: the generic
+  // terms first, over all of them, and the factor on what they leave of the one model's records.
+  bool one_model = true;
+  for (const auto& o : c.records)
+    one_model =
+        one_model && (o.implementation.empty() || o.implementation == c.records.front().implementation);
+  if (one_model) c.activation = fit_activation_extra(c.records, &c.activation_implementation);
   std::vector<std::vector<double>> x;
   std::vector<double> y;
   for (const auto& o : c.records) {
     x.push_back(o.x);
-    y.push_back(o.y);
+    // The planner adds activation_extra x activations to every case: the other terms fit what is left.
+    // An allocated peak holds no cached slack, so the factor (fitted on reserved peaks) is not its to lose.
+    const bool holds_factor = !(o.kind == "observation" && o.figure == "allocated_peak");
+    y.push_back(o.y - (holds_factor ? c.activation.value * o.activations : 0));
   }
   // Which terms the records observe at all.
   int observed = 0;
@@ -110,16 +240,27 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
                           : "fitted exactly (as many records as terms: no uncertainty)";
     } else {
       tf.value = t == 0 ? static_cast<double>(fixed_prior) : 0;
-      tf.why =
-          t == 0 ? "not observed (only sim or snapshot records: no CUDA context in them); the documented " +
-                       mib_str(fixed_prior, 0) + " MiB of context, cuBLAS and NCCL (docs/fixed-overheads.md) is kept"
-                 : "not observed by these records: 0";
+      tf.why = t == 0
+                   ? "not observed (no record holds the CUDA context: sim, snapshot, reserved or allocated "
+                     "peaks); the documented " +
+                         mib_str(fixed_prior, 0) +
+                         " MiB of context, cuBLAS and NCCL (docs/fixed-overheads.md) is kept"
+                   : "not observed by these records: 0";
     }
+  }
+  if (!one_model) {
+    std::vector<observation> left = c.records;
+    for (auto& o : left)
+      for (int t = 0; t < term_count; ++t) o.y -= o.x[static_cast<std::size_t>(t)] * c.terms[t].value;
+    c.activation = fit_activation_extra(left, &c.activation_implementation);
+    if (c.activation.fitted)
+      c.activation.why += ", on what the other terms leave (records of several models)";
   }
   // Residuals and the margin: the most any record's reserve was under-predicted.
   c.worst_residual = 0;
   for (auto& o : c.records) {
-    o.predicted = 0;
+    o.predicted =
+        o.kind == "observation" && o.figure == "allocated_peak" ? 0 : c.activation.value * o.activations;
     for (int t = 0; t < term_count; ++t) o.predicted += o.x[static_cast<std::size_t>(t)] * c.terms[t].value;
     o.residual = o.y - o.predicted;
     if (std::fabs(o.residual) > std::fabs(c.worst_residual) || c.worst_origin.empty()) {
@@ -131,6 +272,57 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
   return c;
 }
 
+namespace {
+
+nlohmann::json domain_range_json(const value_range& r) {
+  if (r.empty) return nullptr;
+  return {{"min", r.lo}, {"max", r.hi}};
+}
+
+value_range domain_range_from(const nlohmann::json& d, const char* key) {
+  value_range r;
+  if (const auto it = d.find(key); it != d.end() && it->is_object()) {
+    r.add(it->at("min").get<double>());
+    r.add(it->at("max").get<double>());
+  }
+  return r;
+}
+
+nlohmann::json domain_json(const calibration_domain& d) {
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const auto& [k, n] : d.kinds) kinds[k] = n;
+  return {{"gpus", d.gpus},
+          {"drivers", d.drivers},
+          {"allocators", d.allocators},
+          {"recipes", d.recipes},
+          {"parameters", domain_range_json(d.parameters)},
+          {"tokens_per_micro_batch", domain_range_json(d.tokens)},
+          {"predicted_step_peak_bytes", domain_range_json(d.predicted_peak)},
+          {"records_by_kind", kinds},
+          {"range_margin", domain_margin}};
+}
+
+calibration_domain domain_from(const nlohmann::json& d) {
+  calibration_domain out;
+  out.stated = true;
+  auto list = [&](const char* k) {
+    std::vector<std::string> v;
+    for (const auto& x : d.at(k)) v.push_back(x.get<std::string>());
+    return v;
+  };
+  out.gpus = list("gpus");
+  out.drivers = list("drivers");
+  out.allocators = list("allocators");
+  out.recipes = list("recipes");
+  out.parameters = domain_range_from(d, "parameters");
+  out.tokens = domain_range_from(d, "tokens_per_micro_batch");
+  out.predicted_peak = domain_range_from(d, "predicted_step_peak_bytes");
+  for (const auto& [k, n] : d.at("records_by_kind").items()) out.kinds.emplace_back(k, n.get<int>());
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const calibration& c) {
   nlohmann::json recs = nlohmann::json::array();
   for (const auto& o : c.records)
@@ -140,6 +332,9 @@ nlohmann::json to_json(const calibration& c) {
                     {"measured", o.measured},
                     {"reserve_needed_bytes", o.y},
                     {"inputs", {{"fixed", o.x[0]}, {"churn_bytes", o.x[1]}, {"tokens", o.x[2]}}},
+                    {"figure", o.figure.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.figure)},
+                    {"activation_bytes", o.activations},
+                    {"implementation", o.implementation},
                     {"predicted_bytes", o.predicted},
                     {"residual_bytes", o.residual}});
   nlohmann::json terms = nlohmann::json::object();
@@ -167,6 +362,14 @@ nlohmann::json to_json(const calibration& c) {
        {"fixed_overheads_bytes",
         c.fixed_overheads ? nlohmann::json(*c.fixed_overheads) : nlohmann::json(nullptr)},
        {"worst_residual", {{"bytes", c.worst_residual}, {"record", c.worst_origin}}},
+       {"activation_extra",
+        {{"value", c.activation.value},
+         {"stderr", c.activation.stderr_},
+         {"fitted", c.activation.fitted},
+         {"why", c.activation.why},
+         {"implementation", str(c.activation_implementation)},
+         {"unit", "bytes per byte of the ledger's activations (the factor less one)"}}},
+       {"domain", domain_json(c.domain)},
        {"records", recs}});
 }
 
@@ -191,6 +394,9 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       c.terms[t].stderr_ = x.value("stderr", 0.0);
       c.terms[t].fitted = x.value("fitted", false);
       c.terms[t].why = x.value("why", "");
+      if (!std::isfinite(c.terms[t].stderr_) || c.terms[t].stderr_ < 0 || c.terms[t].stderr_ > 1e15)
+        throw bad_input(origin,
+                        std::string("term ") + term_name(t) + ": stderr must be finite and non-negative");
       if (!std::isfinite(c.terms[t].value) || c.terms[t].value < 0)
         throw bad_input(origin, std::string("term ") + term_name(t) + " must be finite and non-negative");
     }
@@ -205,6 +411,9 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       o.kind = r.value("kind", "");
       o.backend = r.value("backend", "");
       o.measured = r.value("measured", false);
+      if (r.contains("figure") && r["figure"].is_string()) o.figure = r["figure"].get<std::string>();
+      o.activations = r.value("activation_bytes", 0.0);
+      o.implementation = r.value("implementation", "");
       o.y = r.value("reserve_needed_bytes", 0.0);
       const auto& in = r.at("inputs");
       o.x = {in.value("fixed", 0.0), in.value("churn_bytes", 0.0), in.value("tokens", 0.0)};
@@ -212,6 +421,19 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       o.residual = r.value("residual_bytes", 0.0);
       c.records.push_back(o);
     }
+    // From headroom.calibration/1.2: the activation factor and the domain (older files: 0 and not stated).
+    if (const auto a = j.find("activation_extra"); a != j.end() && a->is_object()) {
+      c.activation.value = a->at("value").get<double>();
+      c.activation.stderr_ = a->value("stderr", 0.0);
+      c.activation.fitted = a->value("fitted", false);
+      c.activation.why = a->value("why", "");
+      if (a->contains("implementation") && (*a)["implementation"].is_string())
+        c.activation_implementation = (*a)["implementation"].get<std::string>();
+      if (!std::isfinite(c.activation.value) || std::fabs(c.activation.value) > 100 ||
+          !std::isfinite(c.activation.stderr_) || c.activation.stderr_ < 0 || c.activation.stderr_ > 100)
+        throw bad_input(origin, "activation_extra must be a finite factor within +-100");
+    }
+    if (const auto d = j.find("domain"); d != j.end() && d->is_object()) c.domain = domain_from(*d);
     if (j.contains("worst_residual")) {
       c.worst_residual = j["worst_residual"].value("bytes", 0.0);
       c.worst_origin = j["worst_residual"].value("record", "");
@@ -229,6 +451,7 @@ reserve_model reserve_of(const calibration& c, const std::string& file) {
   r.fixed = static_cast<std::int64_t>(std::llround(c.terms[0].value + c.margin));
   r.fragmentation = c.terms[1].value;
   r.per_token = c.terms[2].value;
+  r.activation_extra = c.activation.value;
   r.source = "calibration " + file + " (" + std::to_string(c.records.size()) + " records" +
              (c.gpu.empty() ? "" : ", " + c.gpu) + "; fixed includes the margin)";
   return r;
@@ -246,6 +469,74 @@ std::vector<std::string> mismatches(const calibration& c, const target& t) {
   check("driver", c.driver, t.driver);
   check("allocator", c.allocator, t.allocator);
   return out;
+}
+
+}  // namespace headroom::calibrate
+
+namespace headroom::calibrate {
+
+bool fixed_is_prior(const calibration& c) {
+  return !c.terms[0].fitted;
+}
+
+namespace {
+
+// Returns the line naming how `v` lies beyond `r` by more than domain_margin, or "".
+std::string domain_beyond_range(const char* what, double v, const value_range& r, const std::string& unit) {
+  if (r.empty || (v >= r.lo / domain_margin && v <= r.hi * domain_margin)) return "";
+  return std::string(what) + ": planning " + eng(v) + unit + ", fitted on " + eng(r.lo) + " to " + eng(r.hi) +
+         unit + " (beyond the range by more than a factor " + trim(domain_margin, 2) + ")";
+}
+
+// Returns the line naming `want` when it is not among `have` ("" when it is, or when either is unstated).
+std::string domain_not_among(const char* what, const std::string& want,
+                             const std::vector<std::string>& have) {
+  if (want.empty() || have.empty() || std::find(have.begin(), have.end(), want) != have.end()) return "";
+  std::string list;
+  for (const auto& h : have) list += (list.empty() ? "'" : ", '") + printable(h, 60) + "'";
+  return std::string(what) + ": planning for '" + printable(want, 60) + "', fitted on " + list;
+}
+
+}  // namespace
+
+std::vector<std::string> outside_domain(const calibration& c, const problem& p, const layout& l,
+                                        const target& t) {
+  const auto& d = c.domain;
+  if (!d.stated)
+    return {
+        "the calibration states no domain (written before headroom.calibration/1.2): refit it with "
+        "headroom calibrate to have the planned case checked against it"};
+  std::vector<std::string> out;
+  auto add = [&](std::string line) {
+    if (!line.empty()) out.push_back(std::move(line));
+  };
+  // Compared as the records spell them (NVML's names, "NVIDIA H100 80GB HBM3"): the target states it so.
+  add(domain_not_among("GPU", t.gpu, d.gpus));
+  add(domain_not_among("driver", t.driver, d.drivers));
+  add(domain_not_among("allocator", t.allocator, d.allocators));
+  add(domain_not_among("recipe", p.precision.name, d.recipes));
+  add(domain_beyond_range("model size", static_cast<double>(count_params(p.model).total), d.parameters,
+                          " parameters"));
+  add(domain_beyond_range("tokens per micro-batch", static_cast<double>(reserve_tokens(p, l)), d.tokens, ""));
+  const breakdown b = estimate(p, l);
+  add(domain_beyond_range("predicted step peak", static_cast<double>(b.worst_stage().step_peak),
+                          d.predicted_peak, " bytes"));
+  if (c.activation.fitted && implementation_key(p.model) != c.activation_implementation)
+    out.push_back("activation factor: fitted on " + printable(c.activation_implementation, 80) +
+                  ", planning " + printable(implementation_key(p.model), 80) +
+                  " (a factor belongs to one model implementation)");
+  return out;
+}
+
+double reserve_uncertainty(const calibration& c, std::int64_t churn, std::int64_t tokens,
+                           std::int64_t activations) {
+  const double parts[] = {c.terms[0].fitted ? c.terms[0].stderr_ : 0.0,
+                          static_cast<double>(churn) * c.terms[1].stderr_,
+                          static_cast<double>(tokens) * c.terms[2].stderr_,
+                          static_cast<double>(activations) * c.activation.stderr_};
+  double ss = 0;
+  for (double v : parts) ss += v * v;
+  return std::sqrt(ss) + std::fabs(c.worst_residual);
 }
 
 }  // namespace headroom::calibrate

@@ -11,6 +11,18 @@
 //   snapshot    the real reserved peak - the model terms of the run's      (0, churn, tokens)
 //               attached case
 //   overheads   context + cuBLAS + NCCL measured                           (1, 0, 0)
+//   observation by its figure (observations.hpp): device_used as a CUDA     device_used (1, churn, tokens)
+//               probe (the GPU is taken to hold nothing else), reserved    reserved    (0, churn, tokens)
+//               peak as a snapshot, allocated peak - the model terms       allocated   (0, 0, tokens)
+//
+// The activation factor (reserve_model::activation_extra = factor - 1) is fitted first, and only from
+// records that support it: two or more reserved peaks (snapshot, or observation reserved_peak) of one model
+// implementation at different tokens per micro-batch. Through the origin over those records,
+//   y_i = e x A_i  (A = the ledger's activations),  e = sum(y A) / sum(A^2),
+//   se(e) = sqrt(rss / (n - 1) / sum(A^2)),
+// i.e. the whole size-dependent reserve of that implementation is put on its activations. Every record's y
+// then loses e x A_i (the planner adds e x A to every case) and the three terms above are fitted on what is
+// left. docs/calibrating.md shows it on the NiuHuangxiaozi snapshots (context 100 and 200).
 //
 // The model terms are persistent + transient + activations; churn = transient + activations +
 // max(backward working set, output phase) (planner/stage_terms.hpp); tokens = seq / cp x micro-batch.
@@ -32,7 +44,10 @@ const char* term_name(int i);
 
 struct observation {
   std::string origin, kind, backend;
+  std::string figure;  // an observation's kind of figure ("reserved_peak"); "" for the others
   bool measured = false;
+  double activations = 0;              // the ledger's activation bytes at the record's stage (0 when no case)
+  std::string implementation;          // the model it ran ("name L4 h512 ..."): runs of one model group by it
   double y = 0;                        // bytes the reserve had to cover
   std::vector<double> x;               // term inputs: 1 or 0, churn bytes, tokens
   double predicted = 0, residual = 0;  // after the fit: x . coef, y - predicted
@@ -48,6 +63,29 @@ struct term_fit {
   std::string why;  // how it was obtained, or why it was not
 };
 
+// A closed range of a quantity over the records a calibration was fitted on (empty: no record had it).
+struct value_range {
+  double lo = 0, hi = 0;
+  bool empty = true;
+  void add(double v);
+};
+
+// How far a planned case may lie beyond a fitted range before outside_domain names it: a factor on each
+// side ([lo / margin, hi x margin]). 1.25 lets a case a quarter larger or smaller than any record pass; a
+// linear fit extrapolated further than that is a guess (docs/calibrating.md).
+inline constexpr double domain_margin = 1.25;
+
+// What a calibration was fitted on (headroom.calibration/1.2 "domain"; absent from older files: stated =
+// false).
+struct calibration_domain {
+  bool stated = false;
+  std::vector<std::string> gpus, drivers, allocators, recipes;  // distinct, as the records state them
+  value_range parameters;      // model parameters (all of the model, not the rank's share)
+  value_range tokens;          // tokens per micro-batch on a rank (seq / cp x micro-batch)
+  value_range predicted_peak;  // the analytic step peak of each record's stage, bytes
+  std::vector<std::pair<std::string, int>> kinds;  // records by kind ("observation reserved_peak", 2)
+};
+
 struct calibration {
   std::string created;                                     // UTC
   std::string gpu, driver, cuda_runtime, nccl, allocator;  // what it holds for ("" when not known)
@@ -58,7 +96,16 @@ struct calibration {
   std::optional<std::int64_t> fixed_overheads;  // context + cuBLAS + NCCL measured by an overheads record
   double worst_residual = 0;
   std::string worst_origin;
+  term_fit activation;                    // activation_extra (factor - 1), bytes per ledger activation byte
+  std::string activation_implementation;  // the model implementation it was fitted on ("" when not)
+  calibration_domain domain;
 };
+
+// Returns the activation factor's fit over `obs` (see the header comment): fitted only when two or more
+// reserved peaks of one implementation differ in tokens per micro-batch; else value 0 and why not. With
+// `min_sizes` = 1 a single record gives the factor (exact, no uncertainty): the cross-size check uses it.
+term_fit fit_activation_extra(const std::vector<observation>& obs, std::string* implementation = nullptr,
+                              int min_sizes = 2);
 
 // Fits the reserve's terms over `records` (non-negative least squares). A term no record observes keeps a
 // documented prior and says so. Throws bad_input with fewer records than observed terms, or when the
@@ -80,5 +127,32 @@ struct target {
 // Returns one line per mismatch between what the calibration holds for and the target ("GPU: calibrated on
 // 'NVIDIA H200', planning for 'NVIDIA B200'"); empty when they agree or nothing is stated.
 std::vector<std::string> mismatches(const calibration& c, const target& t);
+
+}  // namespace headroom::calibrate
+
+namespace headroom::calibrate {
+
+// Returns whether the fixed term is the documented prior (no record held the CUDA context: only sim,
+// snapshot, reserved- or allocated-peak records): the plan says so beside the headroom.
+bool fixed_is_prior(const calibration& c);
+
+// Returns one line per way the planned case (`p` on `l`, on the machine `t`) lies outside what `c` was
+// fitted on: GPU, driver, allocator or recipe not among the records'; model parameters, tokens per
+// micro-batch or the predicted step peak beyond the fitted range by more than domain_margin (GPU, driver
+// and allocator compared verbatim with `t`'s, skipped where `t` states none); a fitted
+// activation factor applied to another model. A calibration without a domain (before 1.2) gives one line
+// saying so. Empty when the case lies inside.
+std::vector<std::string> outside_domain(const calibration& c, const problem& p, const layout& l,
+                                        const target& t);
+
+// Returns the uncertainty of the reserve, and so of the headroom, for a stage whose churning bytes are
+// `churn`, whose micro-batch holds `tokens` tokens and whose ledger activations are `activations` bytes, in
+// bytes (>= 0):
+//   u = sqrt((se_fixed)^2 + (churn se_frag)^2 + (tokens se_tok)^2 + (activations se_act)^2) + |worst residual|
+// the fit's standard errors propagated through the terms (taken as independent: the file keeps no
+// covariance) plus the worst residual any record left. A band to print beside the headroom, not a
+// confidence interval; a prior fixed term adds nothing (fixed_is_prior says so).
+double reserve_uncertainty(const calibration& c, std::int64_t churn, std::int64_t tokens,
+                           std::int64_t activations);
 
 }  // namespace headroom::calibrate

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "calibrate/calibration.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/json_fields.hpp"
@@ -41,15 +42,33 @@ double positive_figure(const validation_row& row, const char* key, double hi) {
     throw row_error(row.id, std::string("published.") + key + " missing (a number)");
   const double v = it->get<double>();
   if (!(v > 0 && v <= hi))
-    throw row_error(row.id, std::string("published.") + key + " must be positive and at most " + fixed(hi, 0) +
-                                ", got " + it->dump());
+    throw row_error(row.id, std::string("published.") + key + " must be positive and at most " +
+                                fixed(hi, 0) + ", got " + it->dump());
   return v;
 }
 
+// The kinds of measured figure a measured_peak row may publish, and what each holds: the allocator's reserved
+// peak (torch.cuda.max_memory_reserved; no CUDA context, no NCCL outside the allocator) or the device memory
+// used (nvidia-smi; everything).
+bool measured_priced_figure(const std::string& f) {
+  return f == "reserved_peak" || f == "device_used";
+}
+
 // Checks a row's published figures when it is read, so no row is judged against a figure that cannot be a
-// measurement: bytes in (0, 1 PB], parameters in (0, 100,000] billion, printed decimals 0-6.
+// measurement: bytes in (0, 1 PB], GiB in (0, 1,000,000], parameters in (0, 100,000] billion, printed
+// decimals 0-6, a measured figure's kind named.
 void check_published(const validation_row& r) {
   if (r.kind == "layer_activations") positive_figure(r, "bytes", 1e15);
+  if (r.kind == "measured_peak") {
+    positive_figure(r, "gib", 1e6);
+    const std::string f = r.published.value("figure", std::string());
+    if (f == "allocated_peak" && r.skipped.empty())
+      throw row_error(r.id,
+                      "published.figure allocated_peak is not priced (the planner predicts what the "
+                      "allocator reserves, or the device uses): give reserved_peak or device_used");
+    if (!measured_priced_figure(f) && f != "allocated_peak")
+      throw row_error(r.id, "published.figure must be reserved_peak, device_used or allocated_peak");
+  }
   if (r.kind != "trained" || !r.published.contains("params_billion")) return;
   positive_figure(r, "params_billion", 1e5);
   if (const auto d = r.published.find("params_decimals"); d != r.published.end())
@@ -61,8 +80,9 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
   if (!j.is_object()) throw bad_input(origin, "a row is not an object");
   validation_row r;
   r.id = str_field(j, "id", "?");
-  static const std::vector<std::string> fields = {"id",        "kind",      "citation", "expresses",
-                                                  "published", "tolerance", "problem",  "layout"};
+  static const std::vector<std::string> fields = {"id",        "kind",       "citation", "expresses",
+                                                  "published", "tolerance",  "problem",  "layout",
+                                                  "skipped",   "calibration"};
   for (const auto& [key, value] : j.items())
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
       const std::string near = detail::closest_name(key, fields);  // planner/json_fields.hpp
@@ -72,8 +92,20 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
   r.kind = str_field(j, "kind", r.id);
   r.citation = str_field(j, "citation", r.id);
   r.expresses = j.value("expresses", "");
-  if (r.kind != "layer_activations" && r.kind != "trained" && r.kind != "oom")
-    throw bad_input(origin, "row '" + r.id + "': kind must be layer_activations, trained or oom");
+  if (r.kind != "layer_activations" && r.kind != "trained" && r.kind != "oom" && r.kind != "measured_peak")
+    throw bad_input(origin,
+                    "row '" + r.id + "': kind must be layer_activations, trained, oom or measured_peak");
+  if (j.contains("skipped") || j.contains("calibration")) {
+    if (r.kind != "measured_peak")
+      throw row_error(r.id, "skipped and calibration belong to measured_peak rows");
+    if (j.contains("skipped") && (!j["skipped"].is_string() || j["skipped"].get<std::string>().empty()))
+      throw row_error(r.id, "skipped must say why (a non-empty string)");
+    if (j.contains("calibration") && j["calibration"] != "fit" && j["calibration"] != "held_out")
+      throw row_error(r.id, "calibration must be \"fit\" or \"held_out\"");
+    r.skipped = j.value("skipped", "");
+    r.fit_on = j.value("calibration", "") == "fit";
+    if (r.fit_on && !r.skipped.empty()) throw row_error(r.id, "a skipped row cannot be fitted on");
+  }
   r.published = j.value("published", nlohmann::json::object());
   if (!r.published.is_object()) throw row_error(r.id, "published must be an object");
   if (j.contains("tolerance") && !j["tolerance"].is_number())
@@ -81,6 +113,11 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
   r.tolerance = j.value("tolerance", 0.01);
   if (!(r.tolerance > 0 && r.tolerance <= 1)) throw row_error(r.id, "tolerance must be in (0, 1]");
   check_published(r);
+  if (!r.skipped.empty()) {
+    if (j.contains("problem") || j.contains("layout"))
+      throw row_error(r.id, "a skipped row carries no case (problem, layout): it is not priced");
+    return r;
+  }
   for (const char* k : {"problem", "layout"})
     if (!j.contains(k))
       throw row_error(r.id, std::string("missing object field '") + k + "' (problem_json.hpp)");
@@ -135,6 +172,112 @@ void judge_outcome(const validation_row& row, const breakdown& b, validation_res
   }
 }
 
+// A measured row's case priced: the stage whose prediction is largest (torchtitan's figure is the maximum
+// over ranks), its terms and tokens, and the device.
+struct measured_priced_case {
+  int stage = 0;
+  stage_terms terms;
+  std::int64_t tokens = 0;
+  device_spec device;
+  double uncalibrated = 0;  // bytes
+};
+
+// Returns what the uncalibrated planner predicts for a figure of kind `figure` on stage terms `t`, bytes. The
+// device used is the decisive total (the reserve covers context, workspaces, NCCL and slack, docs/model.md);
+// the allocator's reserved peak is that total less the fixed overheads the planner places outside the
+// allocator (device_spec::fixed_overheads, docs/fixed-overheads.md).
+double measured_uncalibrated_prediction(const std::string& figure, const stage_terms& t, const device_spec& d,
+                                        std::int64_t tokens) {
+  const double decisive = static_cast<double>(t.decisive_total(d, tokens));
+  return figure == "device_used" ? decisive : decisive - static_cast<double>(d.fixed_overheads);
+}
+
+measured_priced_case measured_price(const validation_row& row, const breakdown& b) {
+  measured_priced_case c;
+  c.device = row.p.device;
+  c.tokens = reserve_tokens(row.p, row.l);
+  const std::string figure = row.published.value("figure", std::string());
+  for (std::size_t i = 0; i < b.stages.size(); ++i) {
+    const stage_terms t = b.stages[i].terms();
+    const double v = measured_uncalibrated_prediction(figure, t, c.device, c.tokens);
+    if (i == 0 || v > c.uncalibrated) {
+      c.uncalibrated = v;
+      c.stage = static_cast<int>(i);
+      c.terms = t;
+    }
+  }
+  return c;
+}
+
+// A published measured peak against the uncalibrated prediction (not judged: the errors are summarised).
+void measured_judge(const validation_row& row, const breakdown& b, validation_result& r) {
+  r.judged = false;
+  r.agrees = true;
+  const std::string figure = row.published.value("figure", std::string());
+  r.measured = positive_figure(row, "gib", 1e6) * static_cast<double>(gib);
+  const measured_priced_case c = measured_price(row, b);
+  r.predicted_bytes = c.uncalibrated;
+  r.published = fixed(r.measured / static_cast<double>(gib), 2) + " GiB " + figure + " (measured)";
+  r.predicted = fixed(c.uncalibrated / static_cast<double>(gib), 2) + " GiB" +
+                (b.stages.size() > 1 ? " (stage " + std::to_string(c.stage) + ")" : "") + " uncalibrated";
+  r.error = (c.uncalibrated - r.measured) / r.measured;
+  r.has_error = true;
+}
+
+// Returns the observation record a measured row makes for calibrate::fit: its case, the stage priced, the
+// predicted terms and the published figure, as `headroom observe` writes them (measurement_record.hpp).
+probes::measurement_record measured_observation_of(const validation_row& row, const breakdown& b,
+                                                   double measured) {
+  const measured_priced_case c = measured_price(row, b);
+  probes::measurement_record m;
+  m.origin = row.id;
+  m.kind = "observation";
+  m.backend = "observation";
+  m.measured = true;
+  m.figure = row.published.value("figure", std::string());
+  m.gpu = row.published.value("gpu", std::string());
+  m.inputs = row.p;
+  m.where = row.l;
+  m.stage = c.stage;
+  m.persistent = c.terms.persistent;
+  m.transient = c.terms.transient;
+  m.activations = c.terms.activations;
+  m.working_set = c.terms.working_set;
+  m.output_phase = c.terms.output_phase;
+  const auto bytes = static_cast<std::int64_t>(std::llround(measured));
+  if (m.figure == "device_used")
+    m.device_used_at_peak = bytes;
+  else
+    m.peak_reserved = bytes;
+  return m;
+}
+
+// Returns the fitted terms as one line, with units and how each was obtained.
+std::string measured_terms_text(const calibration& c) {
+  const double g = static_cast<double>(gib);
+  return "fixed " + fixed(c.terms[0].value / g, 2) + " GiB (" + c.terms[0].why + "; not in a reserved peak)" +
+         "; fragmentation " + fixed(c.terms[1].value, 4) + " B per churning B (" + c.terms[1].why + ")" +
+         "; per token " + fixed(c.terms[2].value / 1024, 1) + " KiB (" + c.terms[2].why + ")";
+}
+
+// Adds relative error `e` of row `id` to `s` (mean_abs is a running sum until measured_finish()).
+void measured_add_error(error_stats& s, double e, const std::string& id) {
+  ++s.n;
+  s.mean_abs += std::fabs(e);
+  if (s.n == 1 || std::fabs(e) > std::fabs(s.worst)) {
+    s.worst = e;
+    s.worst_id = id;
+  }
+}
+
+void measured_finish(error_stats& s) {
+  if (s.n) s.mean_abs /= s.n;
+}
+
+nlohmann::json measured_stats_json(const error_stats& s) {
+  return {{"rows", s.n}, {"mean_abs_error", s.mean_abs}, {"worst_error", s.worst}, {"worst_row", s.worst_id}};
+}
+
 }  // namespace
 
 std::string default_validation_pack() {
@@ -160,6 +303,18 @@ validation_result evaluate(const validation_row& row) {
   r.kind = row.kind;
   r.citation = row.citation;
   r.expresses = row.expresses;
+  r.fit_on = row.fit_on;
+  if (!row.skipped.empty()) {
+    r.judged = false;
+    r.skipped = true;
+    r.agrees = true;
+    r.measured = positive_figure(row, "gib", 1e6) * static_cast<double>(gib);
+    r.published = fixed(r.measured / static_cast<double>(gib), 2) + " GiB " +
+                  row.published.value("figure", std::string()) + " (measured)";
+    r.predicted = "not priced";
+    r.why = row.skipped;
+    return r;
+  }
   breakdown b;
   try {
     b = estimate(row.p, row.l);
@@ -168,6 +323,8 @@ validation_result evaluate(const validation_row& row) {
   }
   if (row.kind == "layer_activations")
     judge_layer_activations(row, b, r);
+  else if (row.kind == "measured_peak")
+    measured_judge(row, b, r);
   else
     judge_outcome(row, b, r);
   return r;
@@ -179,16 +336,97 @@ std::vector<validation_result> validate_pack(const nlohmann::json& pack, const s
   return out;
 }
 
+std::string default_measured_pack() {
+  return preset_dir() + "/validation/measured.json";
+}
+
+measured_summary summarise_measured(const std::vector<validation_row>& rows,
+                                    std::vector<validation_result>& results) {
+  measured_summary s;
+  std::vector<probes::measurement_record> fit_records;
+  for (std::size_t i = 0; i < rows.size() && i < results.size(); ++i) {
+    const auto& row = rows[i];
+    if (row.kind != "measured_peak") continue;
+    if (!row.skipped.empty()) {
+      ++s.skipped;
+      continue;
+    }
+    ++s.priced;
+    measured_add_error(s.uncalibrated, results[i].error, row.id);
+    if (row.fit_on) {
+      s.fitted_on.push_back(row.id);
+      fit_records.push_back(measured_observation_of(row, estimate(row.p, row.l), results[i].measured));
+    } else {
+      measured_add_error(s.uncalibrated_held_out, results[i].error, row.id);
+    }
+  }
+  std::optional<calibration> cal;
+  if (fit_records.empty()) {
+    s.calibration = "no row is marked \"calibration\": \"fit\"";
+  } else {
+    try {
+      cal = fit(fit_records);
+    } catch (const bad_input& e) {
+      s.calibration = std::string("the fit was refused: ") + e.what();
+    }
+  }
+  if (cal) {
+    s.calibrated = true;
+    s.calibration = measured_terms_text(*cal);
+    for (std::size_t i = 0; i < rows.size() && i < results.size(); ++i) {
+      const auto& row = rows[i];
+      if (row.kind != "measured_peak" || !row.skipped.empty()) continue;
+      const measured_priced_case c = measured_price(row, estimate(row.p, row.l));
+      // The fit's central prediction: the held terms plus the fitted reserve, without the margin
+      // (reserve_of adds it to the fixed term); the fixed term (the CUDA context and NCCL) only for a figure
+      // that holds it.
+      reserve_model rm = reserve_of(*cal, "validate");
+      rm.fixed = row.published.value("figure", "") == "device_used"
+                     ? static_cast<std::int64_t>(std::llround(cal->terms[0].value))
+                     : 0;
+      const double predicted =
+          static_cast<double>(c.terms.held() + rm.bytes(c.terms.churn(), c.tokens, c.terms.activations));
+      auto& r = results[i];
+      r.calibrated_bytes = predicted;
+      r.calibrated_error = (predicted - r.measured) / r.measured;
+      measured_add_error(row.fit_on ? s.calibrated_in_fit : s.calibrated_held_out, *r.calibrated_error,
+                         row.id);
+    }
+  }
+  for (auto* e : {&s.uncalibrated, &s.uncalibrated_held_out, &s.calibrated_held_out, &s.calibrated_in_fit})
+    measured_finish(*e);
+  return s;
+}
+
 int disagreements(const std::vector<validation_result>& results) {
   int n = 0;
-  for (const auto& r : results) n += !r.agrees;
+  for (const auto& r : results) n += r.judged && !r.agrees;
   return n;
 }
 
-nlohmann::json validation_to_json(const std::vector<validation_result>& results,
-                                  const std::string& pack_path) {
-  nlohmann::json rows = nlohmann::json::array();
+nlohmann::json validation_to_json(const std::vector<validation_result>& results, const std::string& pack_path,
+                                  const measured_summary* measured) {
+  nlohmann::json rows = nlohmann::json::array(), measured_rows = nlohmann::json::array();
   for (const auto& r : results) {
+    if (!r.judged) {
+      nlohmann::json x = {{"id", r.id},
+                          {"citation", r.citation},
+                          {"published", r.published},
+                          {"measured_bytes", r.measured},
+                          {"skipped", r.skipped}};
+      if (r.skipped) x["why"] = r.why;
+      if (!r.skipped) {
+        x["predicted_bytes"] = r.predicted_bytes;
+        x["relative_error"] = r.error;
+        x["calibration"] = r.fit_on ? "fit" : "held_out";
+      }
+      if (r.calibrated_bytes) {
+        x["calibrated_bytes"] = *r.calibrated_bytes;
+        x["calibrated_relative_error"] = *r.calibrated_error;
+      }
+      measured_rows.push_back(x);
+      continue;
+    }
     nlohmann::json x = {{"id", r.id},
                         {"kind", r.kind},
                         {"citation", r.citation},
@@ -204,6 +442,16 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
   j["predicted"] = true;
   j["rows"] = rows;
   j["disagreements"] = disagreements(results);
+  if (measured)
+    j["measured"] = {{"rows", measured_rows},
+                     {"priced", measured->priced},
+                     {"skipped", measured->skipped},
+                     {"fitted_on", measured->fitted_on},
+                     {"calibration", measured->calibration},
+                     {"uncalibrated", measured_stats_json(measured->uncalibrated)},
+                     {"uncalibrated_held_out", measured_stats_json(measured->uncalibrated_held_out)},
+                     {"calibrated_held_out", measured_stats_json(measured->calibrated_held_out)},
+                     {"calibrated_in_fit", measured_stats_json(measured->calibrated_in_fit)}};
   return j;
 }
 

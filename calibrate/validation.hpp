@@ -1,11 +1,14 @@
-// validation.hpp: the planner against a pack of published figures and outcomes (`headroom validate`,
-// presets/validation/published.json, schema headroom.validation/2). Each row is a published figure (one
-// layer's activations) or a fit / out-of-memory outcome, with its citation and the case that expresses it:
-// the problem and the layout in the form every record carries them (planner/problem_json.hpp). Returns the
-// verdicts; the CLI prints them.
+// validation.hpp: the planner against packs of published figures and outcomes (`headroom validate`,
+// presets/validation/published.json and measured.json, schema headroom.validation/2). Each row is a published
+// figure (one layer's activations), a fit / out-of-memory outcome, or a published MEASURED memory figure
+// (measured_peak: an allocator reserved peak), with its citation and the case that expresses it: the problem
+// and the layout in the form every record carries them (planner/problem_json.hpp). A measured row whose setting
+// the planner does not model carries "skipped" and why instead of a case. Returns the verdicts and the errors
+// against the measured figures, with and without a calibration fitted on some of them; the CLI prints them.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +16,13 @@
 
 namespace headroom::calibrate {
 
-
 // One row of a pack: what was published, by whom, and the case that expresses it.
 struct validation_row {
-  std::string id, kind, citation, expresses;  // kind: layer_activations, trained or oom
+  std::string id, kind, citation, expresses;  // kind: layer_activations, trained, oom or measured_peak
   nlohmann::json published;                   // the published figures, as the pack gives them
   double tolerance = 0.01;                    // relative error that still agrees (a fraction)
+  std::string skipped;                        // measured_peak: why the case is not priced ("" when it is)
+  bool fit_on = false;                        // measured_peak: "calibration": "fit" (the calibration's rows)
   problem p;
   layout l;
 };
@@ -31,6 +35,30 @@ struct validation_result {
   bool has_error = false;
   bool agrees = false;
   std::string why;  // when it does not agree
+  // measured_peak rows: not judged (no agree / disagree; their errors are summarised), in bytes.
+  bool judged = true;
+  bool skipped = false, fit_on = false;
+  double measured = 0, predicted_bytes = 0;  // the published figure; the uncalibrated prediction
+  std::optional<double> calibrated_bytes;    // the calibrated prediction, when a calibration was fitted
+  std::optional<double> calibrated_error;    // its relative error, a fraction
+};
+
+// The errors of a set of measured rows: count, mean of |relative error| and the worst (signed) error.
+struct error_stats {
+  int n = 0;
+  double mean_abs = 0, worst = 0;  // fractions
+  std::string worst_id;
+};
+
+// What the measured rows say: the errors before and after a calibration fitted on the rows marked
+// "calibration": "fit" (calibrate::fit over observation records of kind reserved_peak) and judged on the
+// rest, which the fit never saw.
+struct measured_summary {
+  int priced = 0, skipped = 0;
+  std::vector<std::string> fitted_on;
+  error_stats uncalibrated, uncalibrated_held_out, calibrated_held_out, calibrated_in_fit;
+  std::string calibration;  // the fitted terms as text, or why there is no calibration
+  bool calibrated = false;
 };
 
 // Returns the path of the shipped pack: <preset dir>/validation/published.json.
@@ -46,11 +74,21 @@ validation_result evaluate(const validation_row& row);
 // Returns the verdict of every row of `pack`, in order. Throws bad_input as validation_rows and evaluate.
 std::vector<validation_result> validate_pack(const nlohmann::json& pack, const std::string& origin);
 
-// Returns the number of rows that do not agree.
+// Returns the path of the shipped pack of measured figures: <preset dir>/validation/measured.json.
+std::string default_measured_pack();
+
+// Fits a calibration on the measured rows of `rows` marked for it, fills each priced measured result's
+// calibrated prediction (results[i] is rows[i]'s verdict), and returns the errors before and after. Without
+// such rows, or when the fit is refused, `calibrated` is false and `calibration` says why.
+measured_summary summarise_measured(const std::vector<validation_row>& rows,
+                                    std::vector<validation_result>& results);
+
+// Returns the number of judged rows that do not agree (measured rows are not judged).
 int disagreements(const std::vector<validation_result>& results);
 
-// Returns the results record (schema headroom.validate/1): the pack's path, every row, the disagreements.
-nlohmann::json validation_to_json(const std::vector<validation_result>& results,
-                                  const std::string& pack_path);
+// Returns the results record (schema headroom.validate/1): the pack's path, every judged row, the
+// disagreements, and, with `measured`, the measured rows and their errors under "measured".
+nlohmann::json validation_to_json(const std::vector<validation_result>& results, const std::string& pack_path,
+                                  const measured_summary* measured = nullptr);
 
 }  // namespace headroom::calibrate

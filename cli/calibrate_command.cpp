@@ -17,14 +17,38 @@
 namespace headroom::cli {
 
 CLI::App* add_calibrate_command(CLI::App& app, calibrate_options& o) {
-  auto* c = app.add_subcommand("calibrate", "Fit the reserve's terms from measurement records");
+  auto* c = app.add_subcommand(
+      "calibrate", "Fit the reserve's terms from measurement records (probes, snapshots, observations)");
   c->add_option("records", o.records, "Record files or directories of them")->required();
-  c->add_option("-o,--out", o.out, "Write the calibration (headroom.calibration/1) to FILE")->required();
+  c->add_option("-o,--out", o.out, "Write the calibration (headroom.calibration/1.x) to FILE")->required();
   c->add_flag("--force", o.force, "Replace the output file if it exists");
   return c;
 }
 
 namespace {
+
+// The ranges and lists a calibration was fitted on (calibration_domain), one line each.
+std::string domain_summary(const calibrate::calibration_domain& d) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : ", ") + printable(x, 60);
+    return out.empty() ? std::string("(not stated)") : out;
+  };
+  auto range = [](const calibrate::value_range& r, double scale, const char* unit) {
+    if (r.empty) return std::string("(no record with a case)");
+    return eng(r.lo / scale) + " to " + eng(r.hi / scale) + unit;
+  };
+  std::ostringstream s;
+  s << "fitted on (the calibration's domain; plans beyond it are warned):\n"
+    << "  GPUs " << list(d.gpus) << "; drivers " << list(d.drivers) << "; allocators " << list(d.allocators)
+    << "; recipes " << list(d.recipes) << "\n"
+    << "  model sizes " << range(d.parameters, 1, " parameters") << "; tokens per micro-batch "
+    << range(d.tokens, 1, "") << "; predicted step peaks " << range(d.predicted_peak, gib, " GiB")
+    << "\n  records:";
+  for (const auto& [k, n] : d.kinds) s << " " << n << " " << printable(k, 60) << ";";
+  s << "\n";
+  return s.str();
+}
 
 // The calibration's summary: what it holds for, every term, the residual of every record. Every string
 // from the records is sanitised.
@@ -43,14 +67,24 @@ std::string calibration_summary(const calibrate::calibration& c, std::size_t rec
                   c.terms[t].value, c.terms[t].stderr_, units[t]);
     s << line << "  (" << printable(c.terms[t].why) << ")\n";
   }
-  s << "  margin         " << gib_text(c.margin) << "  (" << printable(c.margin_rule) << ")\n\n";
+  {
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-14s %16.6g +- %-12.3g %s", "activations", c.activation.value,
+                  c.activation.stderr_, "bytes per ledger activation byte (factor - 1)");
+    s << line << "  (" << printable(c.activation.why) << ")\n";
+  }
+  s << "  margin         " << gib_text(c.margin) << "  (" << printable(c.margin_rule) << ")\n";
+  if (calibrate::fixed_is_prior(c))
+    s << "  no record held the CUDA context: the fixed term is the documented prior, not measured\n";
+  s << "\n" << domain_summary(c.domain) << "\n";
   s << "residuals (reserve needed - predicted):\n";
   for (const auto& r : c.records) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%+.1f%%", r.y != 0 ? 100.0 * r.residual / std::fabs(r.y) : 0.0);
-    s << "  " << printable(r.origin) << " [" << printable(r.kind) << " " << printable(r.backend)
-      << (r.measured ? "" : ", emulated") << "]: needed " << gib_text(r.y) << ", predicted " << gib_text(r.predicted)
-      << ", residual " << gib_text(r.residual) << " (" << pct << ")\n";
+    s << "  " << printable(r.origin) << " [" << printable(r.kind) << " "
+      << printable(r.figure.empty() ? r.backend : r.figure) << (r.measured ? "" : ", emulated")
+      << "]: needed " << gib_text(r.y) << ", predicted " << gib_text(r.predicted) << ", residual "
+      << gib_text(r.residual) << " (" << pct << ")\n";
   }
   s << "worst: " << printable(c.worst_origin) << " (" << gib_text(c.worst_residual) << ")\n";
   return s.str();

@@ -27,18 +27,28 @@ CLI::App* add_compare_command(CLI::App& app, compare_options& o) {
 
 namespace {
 
-// One moved figure as a line of the comparison.
+// One moved figure as a line of the comparison, with the change its tolerance allowed.
 std::string moved_line(const calibrate::moved_figure& m) {
-  char line[320];
+  char line[400];
   const std::string figure = printable(m.figure, 80);
-  if (m.bytes)
-    std::snprintf(line, sizeof line, "%s %s: %s -> %s (%+.1f MiB, %+.2f%%)",
-                  m.exceeds ? "REGRESSION" : "moved     ", figure.c_str(), gib_text(m.old_value).c_str(),
-                  gib_text(m.new_value).c_str(), (m.new_value - m.old_value) / (1 << 20),
-                  m.old_value != 0 ? 100 * (m.new_value - m.old_value) / std::fabs(m.old_value) : 0.0);
-  else
-    std::snprintf(line, sizeof line, "%s %s: %.4f -> %.4f", m.exceeds ? "REGRESSION" : "moved     ",
-                  figure.c_str(), m.old_value, m.new_value);
+  const char* label = !m.exceeds ? "moved     " : m.worse ? "REGRESSION" : "improved  ";
+  switch (m.unit) {
+    case calibrate::figure_unit::bytes:
+      std::snprintf(line, sizeof line, "%s %s: %s -> %s (%+.1f MiB, %+.2f%%; tolerance %.1f MiB)", label,
+                    figure.c_str(), gib_text(m.old_value).c_str(), gib_text(m.new_value).c_str(),
+                    (m.new_value - m.old_value) / (1 << 20),
+                    m.old_value != 0 ? 100 * (m.new_value - m.old_value) / std::fabs(m.old_value) : 0.0,
+                    m.allowed / (1 << 20));
+      break;
+    case calibrate::figure_unit::fraction:
+      std::snprintf(line, sizeof line, "%s %s: %.4f -> %.4f (tolerance %.4f)", label, figure.c_str(),
+                    m.old_value, m.new_value, m.allowed);
+      break;
+    case calibrate::figure_unit::count:
+      std::snprintf(line, sizeof line, "%s %s: %.0f -> %.0f (%+.0f; tolerance %.2f)", label, figure.c_str(),
+                    m.old_value, m.new_value, m.new_value - m.old_value, m.allowed);
+      break;
+  }
   return std::string(line) + "   [" + printable(m.key) + "]";
 }
 
@@ -49,19 +59,30 @@ int run_compare(const compare_options& o) {
     throw bad_input("tolerance", "must be a non-negative percent and MiB");
   const auto a = read_records({o.baseline});
   const auto b = read_records({o.fresh});
+  // An empty side would pass the gate having compared nothing.
+  if (a.empty()) throw bad_input(o.baseline, "holds no records to compare");
+  if (b.empty()) throw bad_input(o.fresh, "holds no records to compare");
   calibrate::tolerance tol;
   tol.fraction = o.tolerance_pct / 100;
   tol.bytes = static_cast<std::int64_t>(o.tolerance_mib * (1 << 20));
   tol.fragmentation = o.tolerance_pct / 100;
+  tol.segments = o.tolerance_pct / 100;
   const auto c = calibrate::compare(a, b, tol);
   std::ostringstream out;
   out << "headroom compare: " << a.size() << " baseline records, " << b.size() << " new records; tolerance "
-      << o.tolerance_pct << "% or " << o.tolerance_mib << " MiB, whichever is larger\n";
+      << o.tolerance_pct << "% or " << o.tolerance_mib << " MiB for bytes (whichever is larger), "
+      << o.tolerance_pct / 100 << " for fragmentation, " << o.tolerance_pct << "% for segment counts\n";
+  for (const auto& e : c.baseline_environments) out << "  baseline: " << printable(e, 300) << "\n";
+  for (const auto& e : c.new_environments) out << "  new:      " << printable(e, 300) << "\n";
+  if (c.environment_changes.empty()) out << "  the two sides state the same environment\n";
+  for (const auto& e : c.environment_changes) out << "  changed: " << printable(e, 300) << "\n";
+  for (const auto& p : c.paired) out << "  " << printable(p, 400) << "\n";
   for (const auto& k : c.only_baseline) out << "  only in the baseline: " << printable(k) << "\n";
   for (const auto& k : c.only_new) out << "  only in the new set: " << printable(k) << "\n";
   if (c.moved.empty()) out << "nothing moved\n";
   for (const auto& m : c.moved) out << moved_line(m) << "\n";
-  out << c.regressions << " figure(s) beyond the tolerance\n";
+  out << (c.regressions ? "verdict: REGRESSION: " : "verdict: no regression: ") << c.regressions
+      << " figure(s) beyond the tolerance grew; " << c.improved << " shrank beyond it\n";
   std::cout << out.str();
   return c.regressions ? exit_validation_failed : exit_fits;
 }

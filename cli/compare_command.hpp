@@ -14,8 +14,8 @@ struct compare_options {
 
 CLI::App* add_compare_command(CLI::App& app, compare_options& o);
 
-// Returns the exit status (exit_codes.hpp): exit_validation_failed when a figure moved beyond the tolerance;
-// bad input throws bad_input.
+// Returns the exit status (exit_codes.hpp): exit_validation_failed when a figure grew beyond the tolerance (a
+// figure that shrank beyond it is listed, not a failure); bad input throws bad_input.
 int run_compare(const compare_options& o);
 
 }  // namespace headroom::cli

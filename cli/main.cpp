@@ -14,6 +14,7 @@
 #include <string>
 
 #include "calibrate_command.hpp"
+#include "observe_command.hpp"
 #include "compare_command.hpp"
 #include "exit_codes.hpp"
 #include "one_line.hpp"
@@ -97,7 +98,7 @@ class held_stderr {
 // The subcommands, as main() registered them.
 struct commands {
   CLI::App *plan, *trace, *probe, *snapshot, *calibrate, *compare, *report, *validate, *presets, *recipes,
-      *context;
+      *context, *observe;
 };
 
 struct options {
@@ -107,6 +108,7 @@ struct options {
   probe_command_options probe;
   snapshot_options snapshot;
   calibrate_options cal;
+  observe_options observe;
   compare_options compare;
   report_options report;
   validate_options validate;
@@ -119,6 +121,7 @@ commands add_commands(CLI::App& app, options& o) {
   c.probe = add_probe_command(app, o.probe);
   c.snapshot = add_snapshot_command(app, o.snapshot);
   c.calibrate = add_calibrate_command(app, o.cal);
+  c.observe = add_observe_command(app, o.observe);
   c.compare = add_compare_command(app, o.compare);
   c.report = add_report_command(app, o.report);
   c.validate = add_validate_command(app, o.validate);
@@ -145,6 +148,7 @@ int dispatch(const commands& c, const options& o) {
   if (c.plan->parsed()) return run_plan(o.plan);
   if (c.validate->parsed()) return run_validate(o.validate);
   if (c.calibrate->parsed()) return run_calibrate(o.cal);
+  if (c.observe->parsed()) return run_observe(o.observe);
   if (c.compare->parsed()) return run_compare(o.compare);
   if (c.report->parsed()) return run_report(o.report);
   if (c.snapshot->parsed()) return run_snapshot(o.snapshot);
@@ -219,6 +223,7 @@ int main(int argc, char** argv) {
   options o;
   const commands c = add_commands(app, o);
   for (int i = 0; i < argc; ++i) o.probe.command_line += (i ? " " : "") + std::string(argv[i]);
+  o.snapshot.command_line = o.probe.snapshot.command_line = o.probe.command_line;
   // The flag forms of `probe` that its subcommands replaced: one line naming the new form.
   if (auto moved = moved_probe_form(argc, argv)) {
     std::cerr << one_line(*moved) << "\n";

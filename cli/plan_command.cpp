@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <sstream>
 
 #include "calibrate/calibration.hpp"
 #include "exit_codes.hpp"
@@ -16,6 +17,11 @@
 #include "planner/model_files.hpp"
 #include "launch_options.hpp"
 #include "planner/gpu_types.hpp"
+#include "planner/advice.hpp"
+#include "planner/max_fit.hpp"
+#include "planner/recipe.hpp"
+#include "plan_assumptions.hpp"
+#include "probes/io/results_file.hpp"
 #include "tables.hpp"
 
 namespace headroom::cli {
@@ -149,8 +155,22 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
   auto* c = app.add_subcommand("plan",
                                "Predict per-GPU memory of one training step; --suggest / --min-gpus search");
   add_problem_options(c, o);
-  c->add_flag("--json", o.json, "Write JSON (every term in bytes)");
-  c->add_flag("--csv", o.csv, "Write CSV (every term in bytes)");
+  c->add_option("--json", o.json_out, "Write JSON (every term in bytes) to FILE; '-' or no FILE: standard output")
+      ->expected(0, 1);
+  c->add_option("--csv", o.csv_out,
+                "Write CSV (the layout, training and every term in bytes, a row per stage or layout) to FILE; "
+                "'-' or no FILE: standard output")
+      ->expected(0, 1);
+  c->add_flag("--force", o.force, "Replace output files that exist");
+  c->add_option("--max-fit", o.max_fit,
+                "The largest micro-batch, seq or layers that fits this layout, by the planner alone (the "
+                "measured answer is `probe max-fit`)")
+      ->check(CLI::IsMember({"micro-batch", "seq", "layers"}));
+  c->add_option("--max-fit-limit", o.max_fit_limit, "Upper end of the --max-fit search (default: the axis's)");
+  c->add_flag("--allow-offload", o.allow_offload,
+              "--suggest / --min-gpus: also search ZeRO-Offload (optimizer state in host memory; slower steps)");
+  c->add_option("--recipes", o.recipes, "--suggest / --min-gpus: search these recipes too, e.g. bf16-adam,bf16-adam8bit")
+      ->delimiter(',');
   c->add_flag("--explain", o.explain, "Derive every figure for this case");
   c->add_flag("--suggest", o.suggest, "Search every layout for N GPUs and rank those that fit");
   c->add_flag("--min-gpus", o.min_gpus, "Find the smallest N (and power of two) with a fitting layout");
@@ -257,7 +277,9 @@ problem problem_from(const plan_options& o) {
     const auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
     for (const auto& m : calibrate::mismatches(cal, {o.target_gpu, o.target_driver, ""})) {
       if (o.strict_calibration) throw bad_input("calibration", m + " (--strict-calibration)");
-      std::cerr << one_line("headroom: warning: calibration " + o.calibration + ": " + m) << "\n";
+      // plan states it under its title with the rest of the calibration's domain (plan_assumptions.hpp)
+      if (!o.calibration_notes_in_output)
+        std::cerr << one_line("headroom: warning: calibration " + o.calibration + ": " + m) << "\n";
     }
     p.device.reserve = calibrate::reserve_of(cal, o.calibration);
     if (cal.fixed_overheads) p.device.fixed_overheads = *cal.fixed_overheads;
@@ -299,24 +321,43 @@ layout layout_from(const plan_options& o) {
   return l;
 }
 
-int run_plan(const plan_options& options) {
-  plan_options o = options;
-  const std::vector<launch_import> imports = apply_imports(o);
-  o.imports_applied = true;
-  const problem p = problem_from(o);
-  if (!o.gpu_type.empty()) {  // the type's rate and links rank layouts unless stated
-    const gpu_type& g = find_gpu_type(o.gpu_type);
-    if (!given(o, "--tflops")) o.costs.tflops = g.tflops;
-    if (!given(o, "--intra-node-gbs")) o.costs.intra_node_gbs = g.intra_node_gbs;
-    if (!given(o, "--inter-node-gbs")) o.costs.inter_node_gbs = g.inter_node_gbs;
-  }
-  if (o.json && o.csv) throw bad_input("output", "choose one of --json and --csv");
-  if (o.suggest && o.min_gpus) throw bad_input("plan", "choose one of --suggest and --min-gpus");
-  if (o.min_gpus && o.csv) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");
-  if (o.max_gpus <= 0 || o.max_gpus > max_gpus)
-    throw bad_input("max-gpus", "must be between 1 and " + std::to_string(max_gpus));
-  if (o.top < 0 || o.top > 1'000'000) throw bad_input("top", "must be between 0 (all rows) and 1000000");
+namespace {
 
+// What one `plan` run shares across its modes: the options, the problem, the searched axes, the outputs
+// asked for and the calibration (if any).
+struct plan_run {
+  const plan_options& o;
+  const problem& p;
+  search_axes axes;
+  std::string json_path, csv_path;
+  probes::output_set outs;
+  std::optional<calibrate::calibration> cal;
+  std::vector<launch_import> imports;
+
+  // Returns the assumption lines, with the calibration's notes for the case `l` when one is given
+  // (outside its domain: refused under --strict-calibration).
+  std::string assumptions(const layout* l) const {
+    std::string s = assumption_lines(p, o);
+    if (cal) s += calibration_lines(*cal, p, l, o);
+    return s;
+  }
+  // Returns the headroom's uncertainty for the stage `w` of layout `l`, bytes (0 uncalibrated).
+  std::int64_t uncertainty(const layout& l, const stage_breakdown& w) const {
+    if (!cal) return 0;
+    return static_cast<std::int64_t>(
+        calibrate::reserve_uncertainty(*cal, w.terms().churn(), reserve_tokens(p, l), w.activations));
+  }
+  // Writes `text` (with the assumptions under its title) unless standard output is a document, then every
+  // output file; returns `status`.
+  int finish(const std::string& text, const layout* l, int status) {
+    if (!outs.to_stdout()) std::cout << with_assumptions(text, assumptions(l));
+    outs.commit();
+    return status;
+  }
+};
+
+// Returns the axes the command line fixes; the others are searched.
+search_axes axes_from(const plan_options& o) {
   search_axes axes;
   if (given(o, "--tp")) axes.tp = o.tp;
   if (given(o, "--pp")) axes.pp = o.pp;
@@ -340,47 +381,114 @@ int run_plan(const plan_options& options) {
   for (auto [v, name] : {std::pair{axes.tp, "tp"}, {axes.pp, "pp"}, {axes.cp, "cp"}})
     if (v && *v <= 0) throw bad_input(name, "must be positive, got " + std::to_string(*v));
   if (o.vpp <= 0) throw bad_input("vpp", "must be positive");
+  return axes;
+}
 
-  if (o.min_gpus) {
-    const layout_search search(p, axes, o.costs);
-    const auto r = min_gpus(search, o.max_gpus);
-    if (o.json)
-      std::cout << min_gpus_json(p, r).dump(2) << "\n";
-    else
-      write_min_gpus_text(std::cout, p, r,
-                          static_cast<std::size_t>(o.top));  // 0 lists every fitting layout, tight ones too
-    return r.n_min ? exit_fits : exit_does_not_fit;
+// plan --min-gpus.
+int run_min_gpus(plan_run& r) {
+  const auto m = min_gpus(layout_search(r.p, r.axes, r.o.costs), r.o.max_gpus);
+  if (!r.json_path.empty()) r.outs.add(r.json_path, min_gpus_json(r.p, m).dump(2) + "\n");
+  std::ostringstream text;  // 0 rows: every fitting layout, tight ones too
+  write_min_gpus_text(text, r.p, m, static_cast<std::size_t>(r.o.top));
+  const layout* best = m.at_min && !m.at_min->fitting.empty() ? &m.at_min->fitting.front().where : nullptr;
+  return r.finish(text.str(), best, m.n_min ? exit_fits : exit_does_not_fit);
+}
+
+// plan --suggest (with --recipes and --allow-offload: every recipe, with and without offload).
+int run_suggest(plan_run& r) {
+  std::vector<recipe> recipes;
+  for (const auto& name : r.o.recipes) recipes.push_back(load_recipe(name));
+  const auto s = suggest_across(r.p, r.axes, r.o.costs, *r.o.gpus, recipes, r.o.allow_offload);
+  std::optional<advice> why_not;
+  if (s.fitting.empty()) why_not = advise_search(r.p, r.axes, r.o.costs, s, r.o.max_gpus);
+  if (!r.json_path.empty()) {
+    nlohmann::json j = suggest_json(r.p, s);
+    if (why_not) j["advice"] = advice_json(*why_not);
+    r.outs.add(r.json_path, j.dump(2) + "\n");
   }
+  if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_suggest_csv(out, r.p, s); });
+  std::ostringstream text;
+  write_suggest_text(text, r.p, s, static_cast<std::size_t>(r.o.top));
+  if (why_not) text << advice_text(*why_not);
+  if (r.o.explain && !s.fitting.empty()) {
+    const candidate& best = s.fitting.front();
+    problem q = r.p;
+    if (!s.recipes.empty()) q.precision = s.recipes[static_cast<std::size_t>(best.recipe)];
+    q.training.micro_batch = best.micro_batch;
+    text << "\n" << explain_plan(q, estimate(q, best.where));
+  }
+  const layout* best = s.fitting.empty() ? nullptr : &s.fitting.front().where;
+  return r.finish(text.str(), best, s.fitting.empty() ? exit_does_not_fit : exit_fits);
+}
 
+// plan --max-fit AXIS: the planner's largest value for the layout the options give.
+int run_plan_max_fit(plan_run& r) {
+  const layout l = layout_from(r.o);
+  if (r.o.max_fit_limit < 0) throw bad_input("max-fit-limit", "must be positive");
+  const planned_fit f = plan_max_fit(r.p, l, fit_axis_from(r.o.max_fit), r.o.max_fit_limit);
+  if (!r.json_path.empty()) r.outs.add(r.json_path, max_fit_json(r.p, l, f).dump(2) + "\n");
+  if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_max_fit_csv(out, f); });
+  std::ostringstream text;
+  write_max_fit_text(text, r.p, l, f);
+  return r.finish(text.str(), &l, f.search.largest ? exit_fits : exit_does_not_fit);
+}
+
+// plan for one layout.
+int run_one_layout(plan_run& r) {
+  const breakdown b = estimate(r.p, layout_from(r.o));
+  const std::int64_t spread = r.uncertainty(b.where, b.worst_stage());
+  std::optional<advice> why_not;
+  if (!b.fits()) why_not = advise_plan(r.p, b);
+  if (!r.json_path.empty()) {
+    nlohmann::json j = plan_json(r.p, b);
+    if (why_not) j["advice"] = advice_json(*why_not);
+    if (r.cal) j["headroom_uncertainty_bytes"] = spread;
+    r.outs.add(r.json_path, j.dump(2) + "\n");
+  }
+  if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_plan_csv(out, r.p, b); });
+  std::ostringstream text;
+  write_plan_text(text, r.p, b, spread);
+  if (why_not) text << advice_text(*why_not);
+  if (r.o.explain) text << "\n" << explain_imports(r.imports) << explain_plan(r.p, b);
+  return r.finish(text.str(), &b.where, b.fits() ? exit_fits : exit_does_not_fit);
+}
+
+}  // namespace
+
+int run_plan(const plan_options& options) {
+  plan_options o = options;
+  const std::vector<launch_import> imports = apply_imports(o);
+  o.imports_applied = true;
+  o.calibration_notes_in_output = true;
+  const problem p = problem_from(o);
+  if (!o.gpu_type.empty()) {  // the type's rate and links rank layouts unless stated
+    const gpu_type& g = find_gpu_type(o.gpu_type);
+    if (!given(o, "--tflops")) o.costs.tflops = g.tflops;
+    if (!given(o, "--intra-node-gbs")) o.costs.intra_node_gbs = g.intra_node_gbs;
+    if (!given(o, "--inter-node-gbs")) o.costs.inter_node_gbs = g.inter_node_gbs;
+  }
+  if (o.suggest && o.min_gpus) throw bad_input("plan", "choose one of --suggest and --min-gpus");
+  if (!o.max_fit.empty() && (o.suggest || o.min_gpus))
+    throw bad_input("max-fit", "answers for one layout: give --gpus and its axes, not --suggest or --min-gpus");
+  if (!o.suggest && (o.allow_offload || !o.recipes.empty()))
+    throw bad_input(o.allow_offload ? "allow-offload" : "recipes", "applies to --suggest (one layout names its own)");
+  if (o.max_gpus <= 0 || o.max_gpus > max_gpus)
+    throw bad_input("max-gpus", "must be between 1 and " + std::to_string(max_gpus));
+  if (o.top < 0 || o.top > 1'000'000) throw bad_input("top", "must be between 0 (all rows) and 1000000");
+  plan_run r{o, p, axes_from(o), o.json_out.empty() && given(o, "--json") ? "-" : o.json_out,
+             o.csv_out.empty() && given(o, "--csv") ? "-" : o.csv_out, probes::output_set(o.force, &std::cout),
+             std::nullopt, imports};
+  if (o.min_gpus && !r.csv_path.empty()) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");
+  r.outs.expect(r.json_path);
+  r.outs.expect(r.csv_path);
+  if (!o.calibration.empty())
+    r.cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
+  if (o.min_gpus) return run_min_gpus(r);
   if (!o.gpus) throw bad_input("gpus", "missing (--gpus N), or use --min-gpus");
   if (*o.gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(*o.gpus));
-  if (o.suggest) {
-    const layout_search search(p, axes, o.costs);
-    const auto s = search.suggest(*o.gpus);
-    if (o.json)
-      std::cout << suggest_json(p, s).dump(2) << "\n";
-    else if (o.csv)
-      write_suggest_csv(std::cout, p, s);
-    else {
-      write_suggest_text(std::cout, p, s, static_cast<std::size_t>(o.top));
-      if (o.explain && !s.fitting.empty()) {
-        std::cout << "\n";
-        std::cout << explain_plan(p, estimate(p, s.fitting.front().where));
-      }
-    }
-    return s.fitting.empty() ? exit_does_not_fit : exit_fits;
-  }
-
-  const breakdown b = estimate(p, layout_from(o));
-  if (o.json)
-    std::cout << plan_json(p, b).dump(2) << "\n";
-  else if (o.csv)
-    write_plan_csv(std::cout, p, b);
-  else {
-    write_plan_text(std::cout, p, b);
-    if (o.explain) std::cout << "\n" << explain_imports(imports) << explain_plan(p, b);
-  }
-  return b.fits() ? exit_fits : exit_does_not_fit;
+  if (o.suggest) return run_suggest(r);
+  if (!o.max_fit.empty()) return run_plan_max_fit(r);
+  return run_one_layout(r);
 }
 
 }  // namespace headroom::cli

@@ -51,11 +51,18 @@ struct plan_options {
   bool allow_unmodelled = false;
   std::vector<std::string> imported;  // options an importer set (given() counts them as given)
   bool imports_applied = false;       // apply_imports ran (only `plan` runs it; the others refuse importers)
+  bool calibration_notes_in_output = false;  // `plan` prints the calibration's notes under its title
   std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config
   std::vector<std::int64_t> pp_layout;
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;
-  bool json = false, csv = false, explain = false, suggest = false, min_gpus = false;
+  std::string json_out, csv_out;  // --json [FILE|-], --csv [FILE|-]: "" when not asked
+  bool force = false;             // replace output files that exist
+  bool explain = false, suggest = false, min_gpus = false;
+  std::string max_fit;                  // --max-fit micro-batch|seq|layers: the planner's largest value
+  std::int64_t max_fit_limit = 0;       // 0: the axis's default (planner/max_fit.hpp)
+  bool allow_offload = false;           // --suggest / --min-gpus also search optimizer offload
+  std::vector<std::string> recipes;     // --suggest / --min-gpus: the recipes searched (default: --recipe)
   std::int64_t top = 20;
   int max_gpus = 16384;
   cost_model costs;

@@ -12,6 +12,7 @@
 #include "planner/format.hpp"
 #include "planner/model_files.hpp"
 #include "probes/io/results_file.hpp"
+#include "probes/records/schema.hpp"
 #include "record_files.hpp"
 
 namespace headroom::cli {
@@ -25,21 +26,64 @@ CLI::App* add_report_command(CLI::App& app, report_options& o) {
   return c;
 }
 
+namespace {
+
+// The records of a report: the measurement records (read as every command reads them,
+// probes/records/measurement_record.hpp) with the command line each states, and the `probe snapshot
+// --json` records, drawn beside the snapshot record of the same source.
+struct report_set {
+  std::vector<probes::measurement_record> records;
+  calibrate::report_extras extras;
+};
+
+report_set read_report_set(const std::vector<std::string>& args) {
+  report_set s;
+  const auto files = record_files(args);
+  if (files.size() > calibrate::max_records)
+    throw bad_input("records", std::to_string(files.size()) + " records given; a report reads at most " +
+                                   std::to_string(calibrate::max_records) + " (split the set)");
+  for (const auto& f : files) {
+    nlohmann::json j = read_json_file(f);
+    const auto schema = j.is_object() && j.contains("schema") && j["schema"].is_string()
+                            ? records::parse(j["schema"].get<std::string>())
+                            : std::nullopt;
+    if (schema && schema->kind == records::name_of(records::kind::snapshot_replay)) {
+      records::require(j, records::kind::snapshot_replay, f);
+      s.extras.replays.emplace_back(f, std::move(j));
+      continue;
+    }
+    s.records.push_back(probes::measurement_from_json(j, f));
+    std::string cmd;
+    if (const auto env = j.find("environment"); env != j.end() && env->is_object())
+      if (const auto c = env->find("command_line"); c != env->end() && c->is_string())
+        cmd = c->get<std::string>();
+    s.extras.command_lines.push_back(cmd);
+  }
+  return s;
+}
+
+}  // namespace
+
 int run_report(const report_options& o) {
   probes::output_set outs(o.force, &std::cout);
   outs.expect(o.out);
-  const auto records = read_records(o.records);
-  if (records.empty()) throw bad_input("report", "no measurement records found");
+  const report_set set = read_report_set(o.records);
+  const auto& records = set.records;
+  if (records.empty() && set.extras.replays.empty())
+    throw bad_input("report", "no measurement records found");
   std::optional<calibrate::calibration> cal;
   if (!o.calibration.empty())
     cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
-  const std::string html =
-      calibrate::html_report(records, cal, "headroom report: " + std::to_string(records.size()) + " records");
+  const std::string html = calibrate::html_report(
+      records, cal,
+      "headroom report: " + std::to_string(records.size() + set.extras.replays.size()) + " records",
+      set.extras);
   outs.add(o.out, html);
   outs.commit();
   // With "-" the HTML alone is standard output: the summary goes to stderr.
-  (outs.to_stdout() ? std::cerr : std::cout) << "headroom report: " << records.size() << " records -> "
-                                             << (o.out == "-" ? "standard output" : printable(o.out)) << "\n";
+  (outs.to_stdout() ? std::cerr : std::cout)
+      << "headroom report: " << records.size() + set.extras.replays.size() << " records -> "
+      << (o.out == "-" ? "standard output" : printable(o.out)) << "\n";
   return exit_fits;
 }
 

@@ -8,15 +8,18 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "exit_codes.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
+#include "planner/layout.hpp"
 #include "planner/units.hpp"
 #include "probe_command.hpp"
 #include "probes/cases/measurement.hpp"
 #include "probes/io/results_file.hpp"
+#include "probes/snapshots/sidecar.hpp"
 #include "probes/snapshots/snapshot.hpp"
 #include "probes/snapshots/snapshot_record.hpp"
 #include "probes/snapshots/what_if.hpp"
@@ -121,8 +124,12 @@ void write_device_summary(std::ostream& out, const snap_device_summary& d) {
       << "\n";
   char frag[64];
   std::snprintf(frag, sizeof frag, "%.1f%%", 100 * d.fragmentation_at_reserved_peak);
-  out << "  fragmentation at the reserved peak " << frag << " (1 - requested / reserved; requested "
-      << mib(d.requested_at_reserved_peak) << ")\n";
+  // One line, grep "fragmentation:": the figure only where it describes the recorded window.
+  if (d.fragmentation_measured)
+    out << "  fragmentation: " << frag << " at the reserved peak (1 - requested / reserved; requested "
+        << mib(d.requested_at_reserved_peak) << "), measured " << d.fragmentation_why << "\n";
+  else
+    out << "  fragmentation: not measured (" << d.fragmentation_why << ")\n";
   if (d.empty_cache_calls)
     out << "  empty_cache: " << d.empty_cache_calls << " (segment frees outside a retry)\n";
   out << "  largest live blocks at the requested peak:\n";
@@ -135,15 +142,34 @@ void write_device_summary(std::ostream& out, const snap_device_summary& d) {
         << (oom.frame.empty() ? "" : ", in " + oom.frame) << "\n";
 }
 
-// The capacity a snapshot replays under: --gpu-mem, else the snapshot's when recorded, else unbounded (no
-// out-of-memory emulated).
+// The comparison's verdict in one line, "comparison: agrees ..." or "comparison: differs ...", from the
+// replay's outcome (the out-of-memory first: the real allocator served that request).
+std::string comparison_line(const snapshot_replay& r, bool same_settings) {
+  if (!same_settings) return "comparison: not made (the settings differ from the recorded ones)";
+  if (r.oom_event)
+    return "comparison: differs: the emulation ran out of memory at snapshot event " + std::to_string(*r.oom_event) +
+           ", which the real allocator served (at this capacity; --gpu-mem sets it)";
+  if (r.diverged_at)
+    return "comparison: differs: diverges at snapshot event " + std::to_string(*r.diverged_at) + ": " +
+           r.divergence;
+  if (!r.divergence.empty())
+    return std::string("comparison: ") + (r.real_peak_reserved == r.peak_reserved ? "agrees" : "differs") +
+           " at the reserved peak (" + mib(r.real_peak_reserved) + " real, " + mib(r.peak_reserved) +
+           " emulated): " + r.divergence;
+  return std::string("comparison: agrees: every segment and every block address as the real allocator's") +
+         (r.from_start_state ? ", from the reconstructed start" : "");
+}
+
+// The capacity a snapshot replays under: --gpu-mem, else the GPU's total memory from the capture sidecar,
+// else the snapshot's when recorded, else unbounded (no out-of-memory emulated).
 struct replay_capacity {
   std::int64_t bytes = std::int64_t{1} << 50;
   std::string from = "unknown (no out-of-memory emulated; give --gpu-mem)";
   const char* source = "unbounded";  // the record's "from"
 };
 
-replay_capacity capacity_of(const probe_snapshot_options& o, const torch_snapshot& s) {
+replay_capacity capacity_of(const probe_snapshot_options& o, const torch_snapshot& s,
+                            const std::optional<capture_sidecar>& side) {
   replay_capacity c;
   if (o.gpu_mem_gib) {
     if (!(*o.gpu_mem_gib > 0) || *o.gpu_mem_gib > 1e6)
@@ -151,6 +177,12 @@ replay_capacity capacity_of(const probe_snapshot_options& o, const torch_snapsho
     c.bytes = static_cast<std::int64_t>(*o.gpu_mem_gib * static_cast<double>(gib));
     c.from = gib_str(c.bytes, 2) + " GiB from --gpu-mem";
     c.source = "--gpu-mem";
+  } else if (side) {
+    c.bytes = side->gpu_total_memory;
+    c.from = gib_str(c.bytes, 2) + " GiB, the total memory of the " + side->gpu + " (capture sidecar; " +
+             mib(std::max<std::int64_t>(0, side->outside_allocator)) +
+             " of it was outside the allocator when the capture ended)";
+    c.source = "capture sidecar";
   } else if (s.capacity) {
     c.bytes = *s.capacity;
     c.from = gib_str(c.bytes, 2) + " GiB recorded in the snapshot";
@@ -190,7 +222,9 @@ void write_replay_head(std::ostream& out, const probe_snapshot_options& o, const
   out << "capacity: " << cap.from << "\n\n";
 }
 
-// The emulation beside the real allocator (under the recorded settings), or alone (under others).
+// The emulation beside the real allocator (under the recorded settings), or alone (under others), then the
+// comparison's verdict on one line (grep "comparison:"), after the replay's outcome: never "agrees" where
+// the emulation ran out of memory and the real allocator did not.
 void write_replay_comparison(std::ostream& out, const snapshot_replay& r, bool same_settings) {
   char line[160];
   if (same_settings) {
@@ -203,13 +237,6 @@ void write_replay_comparison(std::ostream& out, const snapshot_replay& r, bool s
                   static_cast<long long>(r.real_segments_created),
                   static_cast<long long>(r.segments_created));
     out << line;
-    if (r.diverged_at)
-      out << "\ndiverges at snapshot event " << *r.diverged_at << ": " << r.divergence << "\n";
-    else if (!r.divergence.empty())
-      out << "\n" << r.divergence << "\n";
-    else
-      out << "\nagrees: every segment and every block address as the real allocator's"
-          << (r.from_start_state ? ", from the reconstructed start" : "") << "\n";
   } else {
     out << "settings differ from the recorded ones: the real trace is not compared\n";
     std::snprintf(line, sizeof line, "%-22s %18s\n", "reserved peak", mib(r.peak_reserved).c_str());
@@ -223,38 +250,98 @@ void write_replay_comparison(std::ostream& out, const snapshot_replay& r, bool s
   if (r.oom_event)
     out << "OUT OF MEMORY in the emulation at snapshot event " << *r.oom_event << " (" << mib(r.oom_bytes)
         << " requested)\n";
+  out << "\n" << comparison_line(r, same_settings) << "\n";
 }
 
-// --what-if: the same sequence under other settings, its table and the record's rows.
-nlohmann::json write_what_if(std::ostream& out, const torch_snapshot& s, const snapshot_trace& t,
-                             std::int64_t capacity) {
-  char line[160];
-  out << "\nwhat if (the same sequence under other settings, emulated):\n";
-  std::snprintf(line, sizeof line, "%-28s %16s %10s %26s%s\n", "setting", "reserved peak", "maps",
-                "least capacity that runs", t.cold ? "" : "  start");
+// The least card that runs the trace, on one line (grep "least card:"): the allocator's least capacity
+// under the recorded settings plus the memory outside the allocator: the capture's measured figure when a
+// sidecar is there, else the planner's default fixed overheads (device_spec::fixed_overheads,
+// planner/layout.hpp; docs/fixed-overheads.md). Returns the record's "least_card" block.
+nlohmann::json write_least_card(std::ostream& out, const what_if_row& recorded,
+                                const std::optional<capture_sidecar>& side, const std::string& start) {
+  const bool measured = side && side->outside_allocator > 0;
+  const std::int64_t fixed = measured ? side->outside_allocator : device_spec{}.fixed_overheads;
+  const std::string fixed_from =
+      measured ? "outside the allocator when the capture ended (CUDA context, NCCL, cuBLAS; measured, sidecar)"
+               : "CUDA context, cuBLAS and NCCL (the default fixed overheads, uncalibrated: docs/fixed-overheads.md)";
+  if (!recorded.least_capacity) {
+    out << "least card: not found: out of memory at the capacity under the recorded settings (give a larger "
+           "--gpu-mem)\n";
+    return {{"bytes", nullptr}, {"fixed_bytes", fixed}, {"fixed_from", measured ? "sidecar" : "default"}};
+  }
+  const std::int64_t card = recorded.least_capacity + fixed;
+  out << "least card: " << mib(card) << " (" << gib_str(card, 2) << " GiB) = " << mib(recorded.least_capacity)
+      << " for the allocator (" << recorded.setting << ", emulated from " << start << ") + " << mib(fixed) << " "
+      << fixed_from << "\n";
+  return {{"bytes", card},
+          {"allocator_bytes", recorded.least_capacity},
+          {"fixed_bytes", fixed},
+          {"fixed_from", measured ? "sidecar" : "default"}};
+}
+
+// --what-if: the same sequence under other settings, its table, the expandable-segments verdict and the
+// least card; returns the record's "what_if" rows and "answers".
+std::pair<nlohmann::json, nlohmann::json> write_what_if(std::ostream& out, const torch_snapshot& s,
+                                                        const snapshot_trace& t, std::int64_t capacity,
+                                                        const std::optional<capture_sidecar>& side) {
+  char line[200];
+  const std::string start = common_start_text(t);
+  out << "\nwhat if (the same sequence under other settings, emulated; every setting from " << start << "):\n";
+  std::snprintf(line, sizeof line, "%-44s %16s %10s %26s\n", "setting", "reserved peak", "maps",
+                "least capacity that runs");
   out << line;
-  auto start = [&t](const what_if_row& row) {
-    return t.cold ? "cold" : row.replayed.from_start_state ? "reconstructed" : "alive blocks allocated first";
-  };
+  const char* start_word = t.cold ? "cold" : "alive blocks allocated first";
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : what_if(s, t, capacity)) {
+  const auto table = what_if(s, t, capacity);
+  const what_if_row* recorded = nullptr;
+  for (const auto& row : table) {
+    if (row.options == recorded_options(s) && !recorded) recorded = &row;
     rows.push_back({{"setting", row.setting},
                     {"peak_reserved", row.replayed.peak_reserved},
                     {"maps", row.replayed.segments_created},
                     {"least_capacity",
                      row.least_capacity ? nlohmann::json(row.least_capacity) : nlohmann::json(nullptr)},
-                    {"start", start(row)}});
-    std::snprintf(line, sizeof line, "%-28s %16s %10lld %26s%s\n", row.setting.c_str(),
+                    {"start", start_word}});
+    std::snprintf(line, sizeof line, "%-44s %16s %10lld %26s\n", row.setting.c_str(),
                   mib(row.replayed.peak_reserved).c_str(),
                   static_cast<long long>(row.replayed.segments_created),
-                  row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity",
-                  t.cold ? "" : (std::string("  ") + start(row)).c_str());
+                  row.least_capacity ? mib(row.least_capacity).c_str() : "out of memory at capacity");
     out << line;
   }
   if (!t.cold)
-    out << "(a warm trace starts from the reconstructed state only under the recorded settings: another "
-           "policy would have left other segments; \"maps\" counts the segments mapped in the window)\n";
-  return rows;
+    out << "(\"maps\" counts the segments mapped in the window; the replay above, under the recorded settings, "
+           "may start from the reconstructed state instead)\n";
+  const auto v = expandable_from_rows(table, s);
+  out << "\n" << expandable_line(v, start) << "\n";
+  nlohmann::json answers = {{"expandable_segments",
+                             {{"peak_off", v.peak_off},
+                              {"peak_on", v.peak_on},
+                              {"saving_bytes", v.saving_bytes},
+                              {"least_off", v.least_off},
+                              {"least_on", v.least_on},
+                              {"start", start_word}}}};
+  if (recorded) answers["least_card"] = write_least_card(out, *recorded, side, start);
+  return {rows, answers};
+}
+
+// The sidecar in a record: the environment (measurement_from_json reads gpu, driver, cuda_runtime, nccl) and
+// the capture's own figures; the snapshot's capacity from the GPU when the snapshot has none.
+void add_sidecar(nlohmann::json& record, const std::optional<capture_sidecar>& side) {
+  if (!side) return;
+  record["environment"] = sidecar_environment(*side);
+  record["capture"] = sidecar_capture_block(*side);
+  if (record.contains("capacity") && record["capacity"].is_null()) record["capacity"] = side->gpu_total_memory;
+}
+
+// The sidecar's lines in `headroom snapshot`: the GPU and software stack, and torch.cuda's own peaks.
+void write_sidecar(std::ostream& out, const capture_sidecar& c) {
+  out << "captured on " << c.gpu << " (" << gib_str(c.gpu_total_memory, 2) << " GiB), driver "
+      << (c.driver.empty() ? "?" : c.driver) << ", CUDA " << (c.cuda_runtime.empty() ? "?" : c.cuda_runtime)
+      << ", torch " << c.torch << ", rank " << c.rank << " of " << c.world_size << " (sidecar " << c.path
+      << ")\n";
+  out << "measured by torch.cuda: max_memory_reserved " << mib(c.max_reserved) << ", max_memory_allocated "
+      << mib(c.max_allocated) << "; device used at the peak about " << mib(c.device_used_at_peak)
+      << " (the reserved peak + what was outside the allocator at the end)\n";
 }
 
 }  // namespace
@@ -298,8 +385,17 @@ int run_snapshot(const snapshot_options& o) {
   outs.expect(o.json_out);
   outs.expect(o.trace_out);
   const torch_snapshot s = load_snapshot(o.file);
+  const auto side = load_sidecar_beside(o.file);
   const snap_summary sum = summarise(s);
   nlohmann::json record = snapshot_record(s, sum);
+  add_sidecar(record, side);
+  record["environment"]["command_line"] = o.command_line;  // the report shows how the record was made
+  // A figure that does not describe the recorded window is not one (summary.hpp, fragmentation_measured).
+  for (std::size_t i = 0; i < sum.devices.size(); ++i) {
+    const auto& d = sum.devices[i];
+    if (!d.fragmentation_measured) record["devices"][i]["fragmentation_at_reserved_peak"] = nullptr;
+    record["devices"][i]["fragmentation_why"] = d.fragmentation_why;
+  }
   // The run's model and layout, when given: the planner's prediction beside what was measured.
   const bool with_model =
       given(o.problem, "--preset") || given(o.problem, "--model") || given(o.problem, "--hf-config");
@@ -313,6 +409,7 @@ int run_snapshot(const snapshot_options& o) {
         << ", expandable_segments " << (s.settings.expandable_segments ? "on" : "off") << "\n";
   else
     out << "allocator settings: not recorded\n";
+  if (side) write_sidecar(out, *side);
   for (const auto& d : sum.devices) write_device_summary(out, d);
   out << "\nfinal segments: " << sum.final_segments << ", reserved " << mib(sum.final_reserved)
       << ", allocated " << mib(sum.final_allocated) << ", requested " << mib(sum.final_requested) << "\n";
@@ -350,8 +447,9 @@ int run_probe_snapshot(const probe_snapshot_options& o) {
   output_set outs(o.force, &std::cout);
   outs.expect(o.json_out);
   const torch_snapshot s = load_snapshot(o.file);
+  const auto side = load_sidecar_beside(o.file);
   const snapshot_trace t = snapshot_to_trace(s, o.device);
-  const replay_capacity cap = capacity_of(o, s);
+  const replay_capacity cap = capacity_of(o, s, side);
   const caching_options copt = settings_of(o, s);
   const bool same_settings = copt == recorded_options(s);
   const snapshot_replay r = replay_snapshot(s, t, copt, cap.bytes, same_settings);
@@ -360,7 +458,9 @@ int run_probe_snapshot(const probe_snapshot_options& o) {
   write_replay_comparison(out, r, same_settings);
   nlohmann::json record = replay_record(s, t, r, same_settings, copt);
   record["capacity"] = {{"bytes", cap.bytes}, {"from", cap.source}};
-  if (o.what_if) record["what_if"] = write_what_if(out, s, t, cap.bytes);
+  add_sidecar(record, side);
+  record["environment"]["command_line"] = o.command_line;
+  if (o.what_if) std::tie(record["what_if"], record["answers"]) = write_what_if(out, s, t, cap.bytes, side);
   if (!o.json_out.empty()) {
     outs.add(o.json_out, record.dump(2) + "\n");
     if (o.json_out != "-") out << "record written to " << o.json_out << "\n";

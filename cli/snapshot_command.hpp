@@ -17,6 +17,7 @@ struct snapshot_options {
   int device = 0;
   bool force = false;
   plan_options problem;  // optional: the run's model and layout, attached to the record
+  std::string command_line;  // the record's environment.command_line (main.cpp)
 };
 
 // `probe snapshot FILE`: no model, no layout; the capacity is the snapshot's unless --gpu-mem gives one.
@@ -27,6 +28,7 @@ struct probe_snapshot_options {
   std::optional<double> gpu_mem_gib;
   std::optional<double> max_split_size_mb;
   bool expandable_segments = false;
+  std::string command_line;  // the record's environment.command_line (main.cpp)
   std::string json_out;
   bool force = false;
 };

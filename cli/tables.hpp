@@ -6,11 +6,25 @@
 #include <ostream>
 #include <string>
 
+#include "planner/advice.hpp"
 #include "planner/estimate.hpp"
+#include "planner/max_fit.hpp"
 #include "planner/suggest.hpp"
 #include "probes/records/schema.hpp"
 
 namespace headroom::cli {
+
+// Returns `s` padded with spaces to `w` characters (unchanged when longer).
+std::string pad(std::string s, std::size_t w);
+// Returns bytes as the reference case's 8-wide GiB number column.
+std::string num8(std::int64_t bytes);
+// Returns a fraction as a signed percent with one decimal: "+12.5%".
+std::string pct(double fraction);
+
+// One stage's terms as JSON (every byte count an integer) and as a CSV row under stage_csv_header.
+nlohmann::json stage_json(const problem& p, const stage_breakdown& s);
+extern const char* const stage_csv_header;
+void stage_csv(std::ostream& o, const stage_breakdown& s);
 
 // The reference case's table header (plus a cost column) and its rule line.
 void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::size_t axes_width = 23);
@@ -25,9 +39,29 @@ void write_peak_note(std::ostream& o, bool any);
 std::string strategy_name(const layout& l);
 
 // A plan: heading, the table row, the worst rank's terms, every stage when pp > 1.
-void write_plan_text(std::ostream& o, const problem& p, const breakdown& b);
+// `uncertainty`: the headroom's, in bytes, from a calibration (0: none stated).
+void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std::int64_t uncertainty = 0);
 nlohmann::json plan_json(const problem& p, const breakdown& b);
 void write_plan_csv(std::ostream& o, const problem& p, const breakdown& b);
+
+// Returns `text` with the assumption lines (plan_assumptions.hpp) after its first line, the title.
+std::string with_assumptions(const std::string& text, const std::string& assumptions);
+
+// What to change when nothing fits (planner/advice.hpp): as lines under the verdict, and as JSON.
+std::string advice_text(const advice& a);
+nlohmann::json advice_json(const advice& a);
+
+// plan --max-fit: the largest value, the plan on either side of the edge, and every trial.
+void write_max_fit_text(std::ostream& o, const problem& p, const layout& l, const planned_fit& f);
+nlohmann::json max_fit_json(const problem& p, const layout& l, const planned_fit& f);
+void write_max_fit_csv(std::ostream& o, const planned_fit& f);
+
+// Returns `s` as one CSV field: quoted (with quotes doubled) when it holds a comma, quote or line break.
+std::string csv_field(const std::string& s);
+
+// The layout and training columns every plan CSV row starts with, and a row's values for them.
+extern const char* const layout_csv_header;
+void layout_csv(std::ostream& o, const problem& p, const layout& l, std::int64_t micro_batch);
 
 // --suggest: heading, ranked table (top `top`, 0 = all), "nothing fits" and the proof.
 void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top);

@@ -1,7 +1,8 @@
-// validate_command.cpp: `headroom validate` (see validate_command.hpp): reads the pack, has the library
-// judge every row (calibrate/validation.hpp), and prints the verdicts as text or JSON.
+// validate_command.cpp: `headroom validate` (see validate_command.hpp): reads the packs, has the library
+// judge every row and summarise the measured ones (calibrate/validation.hpp), and prints text or JSON.
 #include "validate_command.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "calibrate/validation.hpp"
@@ -15,7 +16,8 @@ namespace headroom::cli {
 CLI::App* add_validate_command(CLI::App& app, validate_options& o) {
   auto* c = app.add_subcommand("validate",
                                "Compare the planner with published figures and fit / out-of-memory outcomes");
-  c->add_option("--pack", o.pack, "Validation pack (default: presets/validation/published.json)");
+  c->add_option("--pack", o.packs,
+                "Validation pack, repeatable (default: presets/validation/published.json and measured.json)");
   c->add_flag("--json", o.json,
               "Write the results as JSON (schema " + records::schema_of(records::kind::validate) + ")");
   return c;
@@ -23,12 +25,64 @@ CLI::App* add_validate_command(CLI::App& app, validate_options& o) {
 
 namespace {
 
+std::string validate_percent(double fraction) {
+  return (fraction >= 0 ? "+" : "") + fixed(100 * fraction, 1) + "%";
+}
+
+std::string validate_stats_line(const calibrate::error_stats& s) {
+  if (s.n == 0) return "no rows";
+  return std::to_string(s.n) + " rows, mean |error| " + fixed(100 * s.mean_abs, 1) + "%, worst " +
+         validate_percent(s.worst) + " (" + printable(s.worst_id) + ")";
+}
+
+// Prints the measured rows: predicted against measured, the skipped rows with why, and the errors before and
+// after the calibration fitted on the rows marked for it.
+void validate_print_measured(std::ostream& out, const std::vector<calibrate::validation_result>& results,
+                             const calibrate::measured_summary& s) {
+  if (s.priced + s.skipped == 0) return;
+  out << "\nmeasured memory figures: " << s.priced << " priced, " << s.skipped
+      << " skipped (a setting the planner does not model)\n";
+  for (const auto& r : results) {
+    if (r.judged) continue;
+    out << "\n"
+        << (r.skipped  ? "skipped  "
+            : r.fit_on ? "measured (fit on)"
+                       : "measured ")
+        << "  " << printable(r.id) << "\n  published: " << printable(r.published) << "\n";
+    if (r.skipped) {
+      out << "  why: " << printable(r.why, 1000) << "\n";
+    } else {
+      out << "  predicted: " << printable(r.predicted) << "   (error " << validate_percent(r.error) << ")\n";
+      if (r.calibrated_bytes)
+        out << "  calibrated: " << fixed(*r.calibrated_bytes / (1024.0 * 1024 * 1024), 2) << " GiB   (error "
+            << validate_percent(*r.calibrated_error) << (r.fit_on ? ", in the fit" : ", held out") << ")\n";
+    }
+    out << "  source: " << printable(r.citation, 1000) << "\n";
+    if (!r.expresses.empty()) out << "  expressed as: " << printable(r.expresses, 1000) << "\n";
+  }
+  out << "\nmeasured rows, uncalibrated (the default reserve): " << validate_stats_line(s.uncalibrated)
+      << "\n";
+  out << "  held out of the calibration: " << validate_stats_line(s.uncalibrated_held_out) << "\n";
+  if (!s.calibrated) {
+    out << "no calibration: " << printable(s.calibration, 1000) << "\n";
+    return;
+  }
+  out << "calibration fitted on " << s.fitted_on.size() << " row(s):";
+  for (const auto& id : s.fitted_on) out << "\n  " << printable(id);
+  out << "\n  " << printable(s.calibration, 1000) << "\n";
+  out << "calibrated, held-out rows: " << validate_stats_line(s.calibrated_held_out) << "\n";
+  out << "calibrated, the rows it was fitted on: " << validate_stats_line(s.calibrated_in_fit) << "\n";
+}
+
 // Prints the verdicts; every string from the pack is sanitised (printable) before it reaches the terminal.
 void print_text(std::ostream& out, const std::vector<calibrate::validation_result>& results,
                 const std::string& path, int disagree) {
-  out << "headroom validate: " << results.size() << " published figures and outcomes (" << printable(path)
+  const auto judged = static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(), [](const auto& r) { return r.judged; }));
+  out << "headroom validate: " << judged << " published figures and outcomes (" << printable(path)
       << ")\npredicted by the analytic model (not measured) against what each source published\n";
   for (const auto& r : results) {
+    if (!r.judged) continue;
     out << "\n" << (r.agrees ? "agrees   " : "DISAGREES") << "  " << printable(r.id) << "\n";
     out << "  published: " << printable(r.published) << "\n  predicted: " << printable(r.predicted);
     if (r.has_error) out << "   (error " << (r.error >= 0 ? "+" : "") << fixed(100 * r.error, 2) << "%)";
@@ -37,20 +91,33 @@ void print_text(std::ostream& out, const std::vector<calibrate::validation_resul
     out << "  source: " << printable(r.citation, 1000) << "\n";
     if (!r.expresses.empty()) out << "  expressed as: " << printable(r.expresses, 1000) << "\n";
   }
-  out << "\n"
-      << results.size() - static_cast<std::size_t>(disagree) << " of " << results.size() << " agree\n";
+  out << "\n" << judged - static_cast<std::size_t>(disagree) << " of " << judged << " agree\n";
 }
 
 }  // namespace
 
 int run_validate(const validate_options& o) {
-  const std::string path = o.pack.empty() ? calibrate::default_validation_pack() : o.pack;
-  const auto results = calibrate::validate_pack(read_json_file(path), path);
+  const std::vector<std::string> paths =
+      o.packs.empty()
+          ? std::vector<std::string>{calibrate::default_validation_pack(), calibrate::default_measured_pack()}
+          : o.packs;
+  std::vector<calibrate::validation_row> rows;
+  for (const auto& path : paths) {
+    auto more = calibrate::validation_rows(read_json_file(path), path);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  std::vector<calibrate::validation_result> results;
+  for (const auto& row : rows) results.push_back(calibrate::evaluate(row));
+  const auto measured = calibrate::summarise_measured(rows, results);
   const int disagree = calibrate::disagreements(results);
+  std::string shown = paths.front();
+  for (std::size_t i = 1; i < paths.size(); ++i) shown += ", " + paths[i];
   if (o.json)
-    std::cout << calibrate::validation_to_json(results, path).dump(2) << "\n";
-  else
-    print_text(std::cout, results, path, disagree);
+    std::cout << calibrate::validation_to_json(results, paths.front(), &measured).dump(2) << "\n";
+  else {
+    print_text(std::cout, results, shown, disagree);
+    validate_print_measured(std::cout, results, measured);
+  }
   return disagree ? exit_validation_failed : exit_fits;
 }
 

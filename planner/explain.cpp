@@ -168,6 +168,9 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
     const std::int64_t churn = w.terms().churn();
     const std::int64_t tokens = reserve_tokens(p, b.where);
     o << "  reserve (" << r.source << "):\n";
+    if (r.fixed_only() && r.source == reserve_model{}.source)
+      o << "    not calibrated: what the reference case leaves for the CUDA context, NCCL and fragmentation "
+           "(docs/reference-case.md); `headroom calibrate` fits it from measurements\n";
     o << "    fixed                          " << gib_str(r.fixed, 2) << " GiB\n";
     if (!r.fixed_only()) {
       o << "    fragmentation " << fixed(r.fragmentation, 4) << " x churn " << gib_str(churn, 2)
@@ -207,6 +210,48 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
   if (l.pp > 1) o << "  the worst rank is stage " << w.stage << "; it decides whether the layout fits\n";
 }
 
+// Returns whether stage `s` could be the worst one: the first (most activations in flight, the embedding) and
+// the last (the output layer and the loss) can be under other settings, and so can any stage within 10% of
+// the worst's decisive total.
+bool can_be_worst(const breakdown& b, const stage_breakdown& s) {
+  const std::int64_t worst = b.worst_stage().decisive_total();
+  return s.stage == 0 || s.stage == b.where.pp - 1 || s.decisive_total() * 10 >= worst * 9;
+}
+
+// (d): every other stage that can be the worst, term by term, and how far it is from the worst.
+void explain_other_stages(std::ostream& o, const breakdown& b) {
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
+  const std::int64_t per_layer = b.basis.per_layer.of(l.recompute);
+  bool heading = false;
+  for (const auto& s : b.stages) {
+    if (s.stage == w.stage || !can_be_worst(b, s)) continue;
+    if (!heading) o << "\n(d) The other stages that can be the worst (first, last, and any within 10%)\n";
+    heading = true;
+    o << "  stage " << s.stage << ": " << s.layers << " layers"
+      << (s.moe_layers ? " (" + std::to_string(s.moe_layers) + " MoE)" : "") << ", "
+      << eng(static_cast<double>(s.params_on_rank)) << " parameters on the rank"
+      << (s.stage == l.pp - 1 ? " with the output layer" : s.stage == 0 ? " with the embedding" : "") << "\n";
+    o << "    state = ";
+    if (s.transient) o << gib_str(s.persistent) << " + " << gib_str(s.transient) << " transient = ";
+    o << gib_str(s.state) << " GiB (persistent: parameters, gradients, master weights, optimizer states)\n";
+    o << "    activations = " << s.layer_activations << " layer activations";
+    if (!b.basis.moe_ledger.empty() && s.moe_layers)
+      o << " (dense and MoE layers each at their own ledger)";
+    else
+      o << " * " << gib_str(per_layer, 3) << " GiB";
+    if (s.embedding_activations) o << " + embedding " << gib_str(s.embedding_activations, 2) << " GiB";
+    o << " = " << gib_str(s.activations) << " GiB\n";
+    o << "    total = " << gib_str(s.state) << " + " << gib_str(s.activations) << " + reserve "
+      << gib_str(s.reserve) << " = " << gib_str(s.total) << " GiB; step peak + fixed overheads = "
+      << gib_str(s.step_peak) << " + " << gib_str(s.fixed_overheads, 2) << " = " << gib_str(s.peak_total)
+      << " GiB";
+    if (s.output_phase) o << " (output phase " << gib_str(s.output_phase) << " GiB)";
+    o << "\n    decides at " << gib_str(s.decisive_total()) << " GiB, " << gib_str(w.decisive_total() - s.decisive_total())
+      << " GiB under stage " << w.stage << "; headroom " << gib_str(s.headroom) << " GiB\n";
+  }
+}
+
 }  // namespace
 
 std::string explain_plan(const problem& p, const breakdown& b) {
@@ -215,6 +260,7 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   explain_state(o, p, b);
   explain_activations(o, p, b);
   explain_total(o, p, b);
+  explain_other_stages(o, b);
   return o.str();
 }
 
@@ -263,9 +309,9 @@ std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   o << "  " << b.shardable_per_param << "*Psi/N + " << fixed(act, 1) << " + " << trim(res, 1)
     << " <= " << trim(cap, 1) << "\n";
   o << "  " << b.shardable_per_param << "*Psi/N <= " << fixed(room, 1) << " GiB\n";
-  if (room > 0 && std::isfinite(r.seed_bound) && r.seed_bound < 1e12) {
-    o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.seed_bound, 1)
-      << "   ->  N >= " << static_cast<long long>(std::ceil(r.seed_bound - 1e-9));
+  if (room > 0 && std::isfinite(r.activation_room_bound) && r.activation_room_bound < 1e12) {
+    o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.activation_room_bound, 1)
+      << "   ->  N >= " << static_cast<long long>(std::ceil(r.activation_room_bound - 1e-9));
     if (r.n_pow2) o << "  ->  N = " << *r.n_pow2 << " (power of two)";
     o << "\n";
   } else {

@@ -28,7 +28,7 @@ struct reserve_model {
   double fragmentation = 0;       // bytes per churning byte
   double per_token = 0;           // bytes per token (seq / cp x micro-batch)
   double activation_extra = 0;    // bytes per byte of the ledger's activations (factor - 1; may be < 0)
-  std::string source = "the default 10 GiB guess (uncalibrated)";
+  std::string source = "the default reserve (uncalibrated)";
 
   // Returns whether only the fixed term is in use (the reserve is the same for every layout).
   bool fixed_only() const { return fragmentation == 0 && per_token == 0 && activation_extra == 0; }

@@ -308,6 +308,52 @@ bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
   return found;
 }
 
+suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
+                          const std::vector<recipe>& recipes, bool allow_offload) {
+  std::vector<recipe> searched{p.precision};
+  for (const auto& r : recipes)
+    if (std::none_of(searched.begin(), searched.end(), [&](const recipe& s) { return s.name == r.name; }))
+      searched.push_back(r);
+  std::vector<bool> offloads{axes.offload_optimizer};
+  if (allow_offload && !axes.offload_optimizer) offloads.push_back(true);
+  suggestion all;
+  bool first = true;
+  for (std::size_t i = 0; i < searched.size(); ++i) {
+    for (const bool offload : offloads) {
+      problem q = p;
+      q.precision = searched[i];
+      search_axes a = axes;
+      a.offload_optimizer = offload;
+      // A recipe runs only at its framework's ZeRO stages: a fixed stage outside them skips the recipe.
+      if (a.zero && (*a.zero < q.precision.lowest_zero() || *a.zero > q.precision.highest_zero())) continue;
+      suggestion s = layout_search(q, a, costs).suggest(gpus);
+      for (auto& c : s.fitting) c.recipe = static_cast<int>(i);
+      if (first) {
+        all = std::move(s);
+        first = false;
+        continue;
+      }
+      all.evaluated += s.evaluated;
+      if (s.smallest && (!all.smallest || s.smallest->worst.total < all.smallest->worst.total)) {
+        all.smallest = std::move(s.smallest);
+        all.smallest->recipe = static_cast<int>(i);
+      }
+      for (auto& c : s.fitting) all.fitting.push_back(std::move(c));
+    }
+  }
+  if (searched.size() > 1) all.recipes = searched;
+  all.offload_searched = offloads.size() > 1;
+  std::stable_sort(all.fitting.begin(), all.fitting.end(), [](const candidate& a, const candidate& b) {
+    if (a.tight != b.tight) return !a.tight;
+    if (a.where.offload_optimizer != b.where.offload_optimizer) return !a.where.offload_optimizer;
+    if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
+    if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
+    if (a.worst.headroom != b.worst.headroom) return a.worst.headroom > b.worst.headroom;
+    return a.micro_batch < b.micro_batch;
+  });
+  return all;
+}
+
 min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   const problem& p = search.the_problem();
   min_gpus_result r;
@@ -318,7 +364,7 @@ min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   r.full_recompute_activations = saturating_mul(
       saturating_mul(saturating_mul(2 * p.training.seq, p.training.micro_batch), p.model.hidden),
       p.model.layers);
-  r.seed_bound = state / static_cast<double>(b.usable - r.full_recompute_activations);
+  r.activation_room_bound = state / static_cast<double>(b.usable - r.full_recompute_activations);
   r.strict_bound = state / static_cast<double>(b.usable);
   // The bound as a count, range-checked before the cast: past max_gpus (or not finite) no N is searched.
   const double first = std::ceil(r.strict_bound - 1e-9);

@@ -23,6 +23,7 @@ struct candidate {
   stage_breakdown worst;         // the stage that decides "fits"
   layout_cost cost;
   bool tight = false;  // headroom under 5% of capacity: too tight to trust (is_tight)
+  int recipe = 0;      // which of suggestion::recipes it runs (suggest_across); 0 for a one-recipe search
 };
 
 // The reference case's impossibility bound (d): state >= bytes_per_param * Ψ / N on every rank, and at most
@@ -45,6 +46,10 @@ struct suggestion {
   std::vector<search_axis> space;     // the axes searched and their values
   bool micro_batch_searched = false;  // the micro-batch was an axis (its value is in each candidate)
   bool vpp_searched = false;
+  // The recipes searched when more than one was (suggest_across; candidate::recipe indexes it), else empty:
+  // every candidate runs the problem's recipe.
+  std::vector<recipe> recipes;
+  bool offload_searched = false;  // optimizer offload was searched beside no offload (suggest_across)
 };
 
 // Returns the bound for N GPUs.
@@ -113,7 +118,7 @@ class layout_search {
 
 struct min_gpus_result {
   state_bound bound;      // for N = 1: the state every N shares (offload leaves params + grads)
-  double seed_bound = 0;  // reference case (e): Ψ-state / (usable - full-recompute activations at tp=1)
+  double activation_room_bound = 0;  // reference case (e): Ψ-state / (usable - full-recompute activations at tp=1)
   std::int64_t full_recompute_activations = 0;  // 2*s*b*h*L bytes at tp=1, the reference case's 4.5 GiB
   double strict_bound = 0;                      // Ψ-state / usable: no activations at all
   int first_candidate = 0;                      // ceil(strict_bound): no smaller N can fit
@@ -124,6 +129,14 @@ struct min_gpus_result {
   std::int64_t per_rank_floor = 0;  // layout_search::per_rank_floor()
   bool floor_proves_none = false;   // the floor exceeds the capacity: no N was searched
 };
+
+// Returns the layouts that fit `gpus` GPUs under each of `recipes` (the problem's own first; empty: only the
+// problem's), and with optimizer offload as well as without when `allow_offload`: one ranking, in which
+// offloaded layouts come after every other layout that fits (the cost model does not price the host
+// optimizer step) and otherwise as suggest() ranks. The bound and the search space are those of the
+// problem's own recipe without offload. Throws bad_input.
+suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
+                          const std::vector<recipe>& recipes, bool allow_offload);
 
 // Searches N = ceil(strict bound), ... up to max_gpus; stops at once when the per-rank floor proves no N
 // can fit. Throws bad_input.

@@ -1,5 +1,6 @@
 // calibrate_test.cpp: the reserve fit recovers planted coefficients, refuses what it cannot fit, round-trips
-// its file and feeds the planner (compare_test.cpp and report_test.cpp test the other calibrate/ parts).
+// its file (and reads the older one) and feeds the planner (observe_test.cpp tests observations, the domain
+// and the activation factor) (compare_test.cpp and report_test.cpp test the other calibrate/ parts).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,12 +12,12 @@
 #include "calibrate/compare.hpp"
 #include "calibrate/fit.hpp"
 #include "calibrate/html_report.hpp"
+#include "calibrate_support.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "probes/allocators/caching_allocator.hpp"
-#include "probes/trace/replay.hpp"
 #include "probes/devices/sim_device.hpp"
-#include "calibrate_support.hpp"
+#include "probes/trace/replay.hpp"
 #include "test_support.hpp"
 
 namespace headroom::calibrate {
@@ -110,6 +111,22 @@ TEST(Calibrate, FileRoundTripsAndFeedsThePlanner) {
   const auto m = mismatches(named, {"NVIDIA B200", "", ""});
   ASSERT_EQ(m.size(), 1u);
   EXPECT_NE(m[0].find("NVIDIA B200"), std::string::npos);
+}
+
+// A headroom.calibration/1 file (before the domain and the activation factor) still reads: no domain, which
+// outside_domain names in one line, and no activation factor.
+TEST(Calibrate, FileWithoutDomainStillReads) {
+  std::ifstream in(std::string(HEADROOM_TEST_DATA) + "/calibration_h200_example.json");
+  const calibration c = calibration_from_json(nlohmann::json::parse(in), "calibration_h200_example.json");
+  EXPECT_FALSE(c.domain.stated);
+  EXPECT_FALSE(c.activation.fitted);
+  EXPECT_EQ(reserve_of(c, "x").activation_extra, 0.0);
+  EXPECT_EQ(c.terms[0].value, 1073741824.0);  // as the file states it
+  const auto lines = outside_domain(c, test::preset_problem("gpt3-1.3b"),
+                                    test::make_layout(8, 1, recompute_mode::none), {"NVIDIA H200", "", ""});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("states no domain"), std::string::npos);
+  EXPECT_FALSE(fixed_is_prior(c));  // the file says its fixed term was fitted
 }
 
 }  // namespace

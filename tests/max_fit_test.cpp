@@ -29,6 +29,29 @@ TEST(MaxFit, SearchAgreesWithALinearScan) {
     }
 }
 
+// The planner's answer (planner/max_fit.hpp) against a linear scan of plans: the same largest sequence, and the
+// plans on either side of the edge are the scan's.
+TEST(MaxFit, PlannerAnswerAgreesWithALinearScanOfPlans) {
+  problem p = test::preset_problem("gpt3-1.3b");
+  p.device.capacity = 40 * gib;
+  const layout l = test::make_layout(8, 1, recompute_mode::selective, 2, 1);
+  const planned_fit f = plan_max_fit(p, l, fit_axis::seq, 64 * 1024);
+  std::optional<std::int64_t> linear;
+  for (std::int64_t v = f.step; v <= 64 * 1024; v += f.step) {
+    problem q = p;
+    q.training.seq = v;
+    if (!estimate(q, l).fits()) break;
+    linear = v;
+  }
+  ASSERT_TRUE(linear);
+  EXPECT_EQ(f.search.largest, linear);
+  ASSERT_TRUE(f.at_largest && f.at_next);
+  EXPECT_TRUE(f.at_largest->fits());
+  EXPECT_FALSE(f.at_next->fits());
+  EXPECT_FALSE(f.breaking_term.empty());
+  EXPECT_GT(f.breaking_growth, 0);
+}
+
 TEST(MaxFit, AxesAndSteps) {
   layout l = test::make_layout(16, 1, recompute_mode::none, 2, 4);
   l.vpp = 2;

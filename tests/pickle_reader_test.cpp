@@ -1,7 +1,6 @@
 // pickle_reader_test.cpp: the pickle subset reader on hand-assembled streams (each opcode as
 // CPython's pickletools documents it), on refusals (globals, reduce, unknown opcodes), on truncated and
 // corrupted files, and on a real snapshot cut at every length.
-#include "test_support.hpp"
 #include "probes/snapshots/pickle_reader.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "planner/errors.hpp"
+#include "test_support.hpp"
 
 namespace headroom::probes {
 namespace {
@@ -27,7 +27,6 @@ std::string slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
 
 // {"a": [1, -2, 300, 70000, True, None, 1.5, "x"], "b": (7, 8)} as protocol 4 writes it, by hand.
 TEST(PickleReader, ReadsEveryPlainOpcode) {
@@ -78,6 +77,31 @@ TEST(PickleReader, MemoSharesValuesByReference) {
   EXPECT_EQ(d.integer(*d.get(l[1], "k")), 5);
 }
 
+// Containers grown in several batches with others stored in between (CPython writes APPENDS and SETITEMS
+// 1000 items at a time, each item built before its batch) keep every item, in order.
+TEST(PickleReader, ContainersGrownInBatchesKeepTheirItems) {
+  const std::string p = bytes({0x80, 4,    ']',  0x94, '(', 'K', 1,   'K', 2,   'e',  // L = [1, 2], memo 0
+                               ']',  0x94, '(',  'K',  9,   'K', 8,   'e',            // M = [9, 8], memo 1
+                               '0',                                                   // POP M
+                               '(',  'K',  3,    'K',  4,   'K', 5,   'e',            // L += [3, 4, 5]
+                               '}',  0x94, 0x8c, 1,    'k', 'K', 6,   's',            // D = {"k": 6}, memo 2
+                               '0',  'h',  1,    'K',  7,   'a', '0',                 // M.append(7)
+                               '(',  'h',  1,    'h',  2,   'e',                      // L += [M, D]
+                               'h',  2,    '(',  0x8c, 1,   'm', 'K', 10,  'u', '0',  // D["m"] = 10
+                               '.'});
+  const pdoc d = read_pickle(p, "test");
+  const auto l = d.at(d.root).kids;
+  ASSERT_EQ(l.size(), 7u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(d.integer(l[i]), static_cast<std::int64_t>(i + 1));
+  const auto m = d.at(l[5]).kids;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(d.integer(m[0]), 9);
+  EXPECT_EQ(d.integer(m[1]), 8);
+  EXPECT_EQ(d.integer(m[2]), 7);
+  EXPECT_EQ(d.integer(*d.get(l[6], "k")), 6);
+  EXPECT_EQ(d.integer(*d.get(l[6], "m")), 10);
+}
+
 // A list that contains itself (legal in Python) is stored once, without leaking or looping.
 TEST(PickleReader, SelfReferenceIsHarmless) {
   const pdoc d = read_pickle(bytes({0x80, 2, ']', 'q', 0, 'h', 0, 'a', '.'}), "test");
@@ -92,8 +116,10 @@ TEST(PickleReader, WideAndNegativeIntegers) {
   EXPECT_DOUBLE_EQ(d.at(d.root).f, 18446744073709551616.0);
   EXPECT_FALSE(d.integer(d.root));
   // LONG1 0xff: -1; LONG1 of length 0: 0.
-  EXPECT_EQ(read_pickle(bytes({0x80, 2, 0x8a, 1, 0xff, '.'}), "t").nodes.back().i, -1);
-  EXPECT_EQ(read_pickle(bytes({0x80, 2, 0x8a, 0, '.'}), "t").nodes.back().i, 0);
+  const pdoc minus_one = read_pickle(bytes({0x80, 2, 0x8a, 1, 0xff, '.'}), "t");
+  EXPECT_EQ(minus_one.integer(minus_one.root), -1);
+  const pdoc zero = read_pickle(bytes({0x80, 2, 0x8a, 0, '.'}), "t");
+  EXPECT_EQ(zero.integer(zero.root), 0);
 }
 
 // Anything that would execute or reference code is refused with a line that says so.

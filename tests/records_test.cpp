@@ -49,7 +49,7 @@ TEST(Schema, RequireAcceptsEveryMinorOfItsMajorAndNamesWhatItReads) {
 }
 
 TEST(Schema, EveryKindWritesAVersionItsOwnReaderAccepts) {
-  for (kind k : {kind::plan, kind::suggest, kind::min_gpus, kind::trace, kind::measurement, kind::overheads,
+  for (kind k : {kind::plan, kind::suggest, kind::min_gpus, kind::plan_max_fit, kind::trace, kind::measurement, kind::overheads,
                  kind::max_fit, kind::multi_rank, kind::snapshot_replay, kind::calibration,
                  kind::validation_pack, kind::validate, kind::torch_replay}) {
     const auto s = schema_of(k);

@@ -74,7 +74,7 @@ TEST(SeedFigures, E_MinimumGpuCount) {
   auto p = preset_problem("gpt3-175b");
   layout_search search(p, {}, {});
   auto r = min_gpus(search, 1024);
-  EXPECT_NEAR(r.seed_bound, 14.7, 0.05);
+  EXPECT_NEAR(r.activation_room_bound, 14.7, 0.05);
   EXPECT_DOUBLE_EQ(rounded_gib(r.full_recompute_activations), 4.5);
   ASSERT_TRUE(r.n_min);
   EXPECT_EQ(*r.n_min, 15);

@@ -1,8 +1,6 @@
 // max_fit.cpp: the largest value that fits, on the device and by the planner (see max_fit.hpp).
 #include "probes/cases/max_fit.hpp"
 
-#include <numeric>
-
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
@@ -10,114 +8,7 @@
 
 namespace headroom::probes {
 
-fit_axis fit_axis_from(const std::string& name) {
-  if (name == "micro-batch") return fit_axis::micro_batch;
-  if (name == "seq") return fit_axis::seq;
-  if (name == "layers") return fit_axis::layers;
-  throw bad_input("max-fit", "must be micro-batch, seq or layers, got '" + name.substr(0, 40) + "'");
-}
-
-const char* to_string(fit_axis a) {
-  switch (a) {
-    case fit_axis::micro_batch:
-      return "micro-batch";
-    case fit_axis::seq:
-      return "seq";
-    case fit_axis::layers:
-      return "layers";
-  }
-  return "?";
-}
-
-std::int64_t fit_step(const layout& l, fit_axis a) {
-  switch (a) {
-    case fit_axis::micro_batch:
-      return 1;
-    case fit_axis::layers:
-      return static_cast<std::int64_t>(l.pp) * l.vpp;
-    case fit_axis::seq:
-      return std::lcm<std::int64_t>(256, static_cast<std::int64_t>(l.cp) * (l.sp() ? l.tp : 1));
-  }
-  return 1;
-}
-
-std::int64_t fit_value(const problem& p, fit_axis a) {
-  switch (a) {
-    case fit_axis::micro_batch:
-      return p.training.micro_batch;
-    case fit_axis::seq:
-      return p.training.seq;
-    case fit_axis::layers:
-      return p.model.layers;
-  }
-  return 0;
-}
-
-problem with_fit_value(problem p, fit_axis a, std::int64_t value) {
-  switch (a) {
-    case fit_axis::micro_batch:
-      p.training.micro_batch = value;
-      p.training.global_batch = std::max(p.training.global_batch, value);
-      break;
-    case fit_axis::seq:
-      p.training.seq = value;  // the position table stays as it is, as with `plan --seq`
-      break;
-    case fit_axis::layers:
-      if (p.model.stated_params)
-        *p.model.stated_params =
-            detail::checked_mul(*p.model.stated_params / p.model.layers, value, "layers");
-      p.model.layers = value;
-      break;
-  }
-  return p;
-}
-
-fit_search search_largest(std::int64_t step, std::int64_t limit,
-                          const std::function<fit_trial(std::int64_t)>& trial) {
-  fit_search s;
-  auto run = [&](std::int64_t k) {  // k steps
-    s.trials.push_back(trial(k * step));
-    return s.trials.back().fits;
-  };
-  const std::int64_t kmax = limit / step;
-  if (kmax < 1 || !run(1)) return s;
-  std::int64_t good = 1, bad = 0;  // bad == 0: no miss seen yet
-  while (bad == 0) {
-    if (good == kmax) {
-      s.reached_limit = true;
-      s.largest = good * step;
-      return s;
-    }
-    const std::int64_t next = good > kmax / 2 ? kmax : good * 2;
-    if (run(next))
-      good = next;
-    else
-      bad = next;
-  }
-  while (bad - good > 1) {
-    const std::int64_t mid = good + (bad - good) / 2;
-    if (run(mid))
-      good = mid;
-    else
-      bad = mid;
-  }
-  s.largest = good * step;
-  return s;
-}
-
 namespace {
-
-std::int64_t default_limit(fit_axis a) {
-  switch (a) {
-    case fit_axis::micro_batch:
-      return 4096;
-    case fit_axis::seq:
-      return std::int64_t{4} << 20;
-    case fit_axis::layers:
-      return 4096;
-  }
-  return 1;
-}
 
 // Returns the breakdown of `p` at `l`, or the reason there is none (a size that overflows, say).
 std::optional<breakdown> try_estimate(const problem& p, const layout& l, std::string& why) {
@@ -136,7 +27,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
   max_fit_result r;
   r.axis = o.axis;
   r.step = fit_step(l, o.axis);
-  r.limit = o.limit ? o.limit : default_limit(o.axis);
+  r.limit = o.limit ? o.limit : default_fit_limit(o.axis);
   r.current = fit_value(p, o.axis);
   if (r.limit < r.step || r.limit > (std::int64_t{1} << 40))
     throw bad_input("max-fit-limit", "must be between " + std::to_string(r.step) + " (one step of " +

@@ -108,6 +108,32 @@ void read_case(measurement_record& r, const nlohmann::json& inputs, const nlohma
   r.output_phase = opt_i64(predicted, "output_phase_bytes").value_or(0);
 }
 
+// An observation (calibrate/observations.hpp): a figure a team measured, of one kind, on a stated case.
+measurement_record read_observation(measurement_record& r, const nlohmann::json& j) {
+  const std::string& origin = r.origin;
+  r.kind = "observation";
+  r.measured = true;
+  const auto o = j.find("observation");
+  if (o == j.end() || !o->is_object()) throw bad_input(origin, "an observation record needs \"observation\"");
+  r.figure = str_or(*o, "figure");
+  const std::int64_t bytes = need_bytes(*o, "bytes", origin + ": observation");
+  if (r.figure == "device_used")
+    r.device_used_at_peak = bytes;
+  else if (r.figure == "reserved_peak")
+    r.peak_reserved = bytes;
+  else if (r.figure == "allocated_peak")
+    r.peak_allocated = bytes;
+  else
+    throw bad_input(origin + ": observation.figure",
+                    "must be device_used, reserved_peak or allocated_peak, got '" + r.figure.substr(0, 40) + "'");
+  if (!j.contains("inputs") || !j.contains("predicted"))
+    throw bad_input(origin, "an observation record needs inputs and predicted");
+  read_case(r, j["inputs"], j["predicted"]);
+  r.stage = static_cast<int>(opt_i64(j, "stage").value_or(0));
+  r.raw["observation"] = *o;  // its source and the figure as given, for compare and report
+  return r;
+}
+
 }  // namespace
 
 measurement_record measurement_from_json(const nlohmann::json& j, const std::string& origin) {
@@ -129,6 +155,7 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
     r.driver = str_or(*env, "driver");
     r.cuda_runtime = str_or(*env, "cuda_runtime");
     r.nccl = str_or(*env, "nccl");
+    r.raw["environment"] = *env;  // torch and PYTORCH_CUDA_ALLOC_CONF, which compare names when they changed
   }
   if (family == "measurement") {
     records::require(j, records::kind::measurement, origin);
@@ -148,10 +175,13 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       r.peak_reserved = need_bytes(*peak, "bytes", origin + ": devices[0].peak_reserved");
       r.fragmentation = fraction_or_zero(devs[0], "fragmentation_at_reserved_peak", origin + ": devices[0]");
       r.out_of_memory = devs[0].contains("ooms") && !devs[0]["ooms"].empty();
+      if (const auto c = devs[0].find("counts"); c != devs[0].end() && c->is_object())
+        r.raw["devices"] = nlohmann::json::array({{{"counts", *c}}});  // segments created, for compare
       if (j.contains("inputs") && j.contains("predicted")) read_case(r, j["inputs"], j["predicted"]);
       if (const auto v = j.find("snapshot_view"); v != j.end() && v->is_object()) r.snapshot_view = *v;
       return r;
     }
+    if (r.backend == "observation") return read_observation(r, j);
     if (r.backend != "sim" && r.backend != "cuda")
       throw bad_input(origin, "unknown backend '" + r.backend + "'");
     r.kind = "probe";

@@ -43,9 +43,9 @@ inline constexpr std::int64_t max_record_bytes = std::int64_t{1} << 44;
 // A record read back: the case it measured (problem and layout, exactly) and its figures. Every kind of
 // record headroom writes: a probe (sim or cuda), an overheads probe, an imported PyTorch snapshot.
 struct measurement_record {
-  std::string origin, schema, kind;  // kind: "probe", "overheads", "snapshot"
-  std::string backend;               // "sim", "cuda", "pytorch-snapshot"
-  bool measured = false;             // on a GPU (cuda, snapshot), not emulated (sim)
+  std::string origin, schema, kind;  // kind: "probe", "overheads", "snapshot", "observation"
+  std::string backend;               // "sim", "cuda", "pytorch-snapshot", "observation"
+  bool measured = false;             // on a GPU (cuda, snapshot, observation), not emulated (sim)
   std::string gpu, driver, cuda_runtime, nccl, allocator;
   std::optional<problem> inputs;  // the case (absent for a snapshot without an attached model)
   std::optional<layout> where;
@@ -63,6 +63,10 @@ struct measurement_record {
   std::optional<std::int64_t> fixed_overhead_bytes, context_bytes;
   bool out_of_memory = false;
   std::optional<records::timeline> timeline;  // probe records from headroom.measurement/1.5 on
+  // An observation (kind "observation", backend "observation"; calibrate/observations.hpp) holds one figure,
+  // in peak_reserved, peak_allocated or device_used_at_peak as `figure` says, with inputs and where set and
+  // the predicted terms of its case's worst stage; the others stay 0 / nullopt. Made in code by filling those
+  // fields (measured = true), or read back from observation_record()'s JSON.
   // An observation's kind of figure (calibrate/observations.hpp): "device_used" (nvidia-smi: holds the CUDA
   // context and NCCL), "reserved_peak" (torch.cuda.max_memory_reserved), "allocated_peak"; "" for the
   // records headroom writes itself.

@@ -18,17 +18,18 @@ struct entry {
 };
 
 // One row a kind; its history is in results/README.md.
-constexpr std::array<entry, 13> registry{{
-    {kind::plan, "plan", 2, 1},
-    {kind::suggest, "suggest", 2, 1},
-    {kind::min_gpus, "min_gpus", 2, 1},
+constexpr std::array<entry, 14> registry{{
+    {kind::plan, "plan", 2, 2},
+    {kind::suggest, "suggest", 2, 2},
+    {kind::min_gpus, "min_gpus", 3, 0},
+    {kind::plan_max_fit, "plan_max_fit", 1, 0},
     {kind::trace, "trace", 1, 2},
-    {kind::measurement, "measurement", 1, 5},
+    {kind::measurement, "measurement", 1, 6},
     {kind::overheads, "overheads", 1, 1},
     {kind::max_fit, "max_fit", 1, 1},
     {kind::multi_rank, "multi_rank", 1, 1},
     {kind::snapshot_replay, "snapshot_replay", 1, 1},
-    {kind::calibration, "calibration", 1, 1},
+    {kind::calibration, "calibration", 1, 2},
     {kind::validation_pack, "validation", 2, 0},
     {kind::validate, "validate", 1, 1},
     {kind::torch_replay, "torch_replay", 1, 0},

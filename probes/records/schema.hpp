@@ -15,6 +15,7 @@ enum class kind {
   plan,             // headroom plan --json
   suggest,          // headroom plan --suggest --json
   min_gpus,         // headroom plan --min-gpus --json
+  plan_max_fit,     // headroom plan --max-fit AXIS --json
   trace,            // headroom trace --json, headroom snapshot --trace
   measurement,      // probe records (sim, cuda, one rank of a multi-rank probe) and snapshot records
   overheads,        // headroom probe overheads --json

@@ -1,7 +1,8 @@
 // convert.cpp: one device of a snapshot as a step trace (convert.hpp).
 #include "probes/snapshots/convert.hpp"
 
-#include <map>
+#include <algorithm>
+#include <unordered_map>
 
 #include "planner/errors.hpp"
 #include "probes/snapshots/frames.hpp"
@@ -24,11 +25,16 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   out.cold = window_of(s, device).cold;
   if (!out.cold) out.start = reconstruct_start(s, device);
   out.approximate = !out.cold && !out.start.reconstructed;
-  std::map<std::uint64_t, std::int32_t> live;  // address -> tensor
-  auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, const std::string& name,
+  std::unordered_map<std::uint64_t, std::int32_t> live;  // address -> tensor
+  // One trace event per snapshot event at most, one tensor per alloc.
+  t.events.reserve(ev.size());
+  out.source_event.reserve(ev.size());
+  t.tensors.reserve(static_cast<std::size_t>(std::count_if(
+      ev.begin(), ev.end(), [](const snap_event& e) { return e.action == snap_action::alloc; })));
+  auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, std::string name,
                        std::size_t source) {
     trace_tensor x;
-    x.name = name.empty() ? "block@" + std::to_string(addr) : name;
+    x.name = name.empty() ? "block@" + std::to_string(addr) : std::move(name);
     x.bytes = bytes;
     x.dtype_bytes = 1;
     x.shape = {bytes};

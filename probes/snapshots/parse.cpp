@@ -95,35 +95,42 @@ constexpr std::array<std::uint32_t, 32> slots_by_length = [] {
   return a;
 }();
 
-// Field readers that name the field and where it is when it is missing or mistyped.
+// Field readers that name the field and where it is when it is missing or mistyped. Where a record is
+// ("device_traces[0][12]") is written out only for a message: `base` and `index` hold it until then.
 struct fields {
+  static constexpr std::size_t no_index = SIZE_MAX;
   const pdoc& d;
   const std::string& origin;
-  std::string where;
+  std::string_view base;  // the caller keeps it alive
+  std::size_t index = no_index;
   std::array<std::uint32_t, n_known> slots;  // the value's node, or UINT32_MAX when absent
 
-  fields(const pdoc& doc, const std::string& o, std::uint32_t node, std::string w)
-      : d(doc), origin(o), where(std::move(w)) {
+  fields(const pdoc& doc, const std::string& o, std::uint32_t node, std::string_view b,
+         std::size_t idx = no_index)
+      : d(doc), origin(o), base(b), index(idx) {
     slots.fill(UINT32_MAX);
-    const pnode& n = d.at(node);
+    const pnode n = d.at(node);
     if (n.k != pnode::kind::dict) return;
     for (std::size_t i = 0; i + 1 < n.kids.size(); i += 2) {
-      const pnode& k = d.at(n.kids[i]);
-      if (k.k != pnode::kind::string || k.s.size() >= slots_by_length.size()) continue;
-      for (std::uint32_t bits = slots_by_length[k.s.size()]; bits; bits &= bits - 1) {
+      const auto k = d.string(n.kids[i]);
+      if (!k || k->size() >= slots_by_length.size()) continue;
+      for (std::uint32_t bits = slots_by_length[k->size()]; bits; bits &= bits - 1) {
         const auto at = static_cast<std::size_t>(__builtin_ctz(bits));
-        if (known[at] == k.s) slots[at] = n.kids[i + 1];
+        if (known[at] == *k) slots[at] = n.kids[i + 1];
       }
     }
+  }
+  std::string where() const {
+    return index == no_index ? std::string(base) : std::string(base) + "[" + std::to_string(index) + "]";
   }
   std::optional<std::uint32_t> get(std::size_t at) const {
     if (slots[at] == UINT32_MAX) return std::nullopt;
     return slots[at];
   }
-  std::string name(std::size_t at) const { return where + "." + std::string(known[at]); }
+  std::string name(std::size_t at) const { return where() + "." + std::string(known[at]); }
   std::optional<std::int64_t> opt_int(std::size_t at) const {
     auto v = get(at);
-    if (!v || d.at(*v).k == pnode::kind::none) return std::nullopt;
+    if (!v || d.nodes[*v].k == pnode::kind::none) return std::nullopt;
     auto i = d.integer(*v);
     if (!i) throw bad_input(origin, name(at) + " is not an integer");
     return i;
@@ -139,17 +146,18 @@ struct fields {
       throw bad_input(origin, name(at) + " is absurd (" + std::to_string(v) + ")");
     return v;
   }
-  std::string str(std::size_t at, const std::string& fallback = "") const {
+  // Returns the string under `at` (a view into the document), `fallback` when absent.
+  std::string_view str(std::size_t at, std::string_view fallback = "") const {
     auto v = get(at);
     if (!v) return fallback;
     auto s = d.string(*v);
     if (!s) throw bad_input(origin, name(at) + " is not a string");
-    return std::string(*s);
+    return *s;
   }
   std::optional<std::uint32_t> list(std::size_t at) const {
     auto v = get(at);
-    if (!v || d.at(*v).k == pnode::kind::none) return std::nullopt;
-    const auto k = d.at(*v).k;
+    if (!v || d.nodes[*v].k == pnode::kind::none) return std::nullopt;
+    const auto k = d.nodes[*v].k;
     if (k != pnode::kind::list && k != pnode::kind::tuple)
       throw bad_input(origin, name(at) + " is not a list");
     return v;
@@ -164,7 +172,7 @@ class budget {
   budget(const snapshot_limits& l, const std::string& origin) : m_limits(l), m_origin(origin) {}
   // Charges the records of list `list` and their dict entries.
   void list(const pdoc& d, std::uint32_t list, const std::string& where) {
-    const auto& kids = d.at(list).kids;
+    const auto kids = d.at(list).kids;
     m_records += kids.size();
     if (m_records > m_limits.max_records)
       throw bad_input(m_origin, "the snapshot expands to more than " + std::to_string(m_limits.max_records) +
@@ -172,7 +180,10 @@ class budget {
                                     "counts) at " +
                                     where + ": refused");
     for (std::size_t i = 0; i < kids.size(); ++i) {
-      const std::size_t n = d.at(kids[i]).kids.size() / 2;
+      const auto& kid = d.nodes[kids[i]];
+      const std::size_t n =
+          kid.k == pnode::kind::dict || kid.k == pnode::kind::list || kid.k == pnode::kind::tuple ? kid.n / 2
+                                                                                                  : 0;
       if (n > max_record_fields)
         throw bad_input(m_origin, where + "[" + std::to_string(i) + "] has " + std::to_string(n) +
                                       " fields: a snapshot record has at most " +
@@ -184,10 +195,12 @@ class budget {
                                       ": refused");
     }
   }
-  // Returns the fields of record `node` of a charged list; refuses one that is not a dict.
-  fields record(const pdoc& d, std::uint32_t node, std::string where) const {
-    if (d.at(node).k != pnode::kind::dict) throw bad_input(m_origin, where + " is not a dict");
-    return fields(d, m_origin, node, std::move(where));
+  // Returns the fields of record `base`[`index`] (node `node`) of a charged list; refuses one that is not
+  // a dict.
+  fields record(const pdoc& d, std::uint32_t node, std::string_view base, std::size_t index) const {
+    fields f(d, m_origin, node, base, index);
+    if (d.nodes[node].k != pnode::kind::dict) throw bad_input(m_origin, f.where() + " is not a dict");
+    return f;
   }
 
  private:
@@ -202,11 +215,11 @@ void read_settings(torch_snapshot& s, const fields& top) {
   if (!st || d.at(*st).k != pnode::kind::dict) return;
   const fields f{d, s.origin, *st, "allocator_settings"};
   s.settings.recorded = true;
-  s.settings.conf = f.str(slot("PYTORCH_CUDA_ALLOC_CONF"));
+  s.settings.conf = std::string(f.str(slot("PYTORCH_CUDA_ALLOC_CONF")));
   if (auto ms = f.opt_int(slot("max_split_size")); ms && *ms > 0 && *ms < (std::int64_t{1} << 60))
     s.settings.max_split_size = *ms;
   if (auto e = f.get(slot("expandable_segments"))) s.settings.expandable_segments = d.integer(*e).value_or(0);
-  if (auto g = f.get(slot("garbage_collection_threshold")); g && d.at(*g).k == pnode::kind::floating)
+  if (auto g = f.get(slot("garbage_collection_threshold")); g && d.nodes[*g].k == pnode::kind::floating)
     s.settings.garbage_collection_threshold = d.at(*g).f;
 }
 
@@ -214,7 +227,7 @@ snap_block read_block(const fields& x) {
   snap_block blk;
   blk.size = x.size(slot("size"));
   blk.requested = x.opt_int(slot("requested_size")).value_or(blk.size);
-  const std::string state = x.str(slot("state"));
+  const std::string_view state = x.str(slot("state"));
   blk.allocated = state == "active_allocated" || state == "active_pending_free";
   blk.address = static_cast<std::uint64_t>(x.opt_int(slot("address")).value_or(0));
   if (auto fr = x.list(slot("frames"))) blk.frames = *fr;
@@ -242,26 +255,26 @@ void read_segments(torch_snapshot& s, const fields& top, budget& b) {
   const pdoc& d = s.doc;
   const auto segs = top.list(slot("segments"));
   if (!segs) return;
-  const auto& kids = d.at(*segs).kids;
+  const auto kids = d.at(*segs).kids;
   b.list(d, *segs, "snapshot.segments");
   // Every segment's block list is charged before any block is expanded.
-  auto where = [](std::size_t i) { return "segments[" + std::to_string(i) + "]"; };
   for (std::size_t i = 0; i < kids.size(); ++i) {
-    const fields f = b.record(d, kids[i], where(i));
-    if (auto blocks = f.list(slot("blocks"))) b.list(d, *blocks, f.where + ".blocks");
+    const fields f = b.record(d, kids[i], "segments", i);
+    if (auto blocks = f.list(slot("blocks"))) b.list(d, *blocks, f.where() + ".blocks");
   }
   std::uint64_t total = 0;
+  s.segments.reserve(kids.size());
   for (std::size_t i = 0; i < kids.size(); ++i) {
-    const fields f = b.record(d, kids[i], where(i));
+    const fields f = b.record(d, kids[i], "segments", i);
     snap_segment g = read_segment(f);
     total += static_cast<std::uint64_t>(g.total_size);
     if (total > max_trace_bytes)
-      throw bad_input(s.origin, f.where + ": the segments' sizes add up past 2^62 bytes: absurd");
+      throw bad_input(s.origin, f.where() + ": the segments' sizes add up past 2^62 bytes: absurd");
     if (auto blocks = f.list(slot("blocks"))) {
-      const auto& bk = d.at(*blocks).kids;
+      const auto bk = d.at(*blocks).kids;
+      const std::string base = f.where() + ".blocks";
       g.blocks.reserve(bk.size());
-      for (std::size_t k = 0; k < bk.size(); ++k)
-        g.blocks.push_back(read_block(b.record(d, bk[k], f.where + ".blocks[" + std::to_string(k) + "]")));
+      for (std::size_t k = 0; k < bk.size(); ++k) g.blocks.push_back(read_block(b.record(d, bk[k], base, k)));
     }
     s.segments.push_back(std::move(g));
   }
@@ -273,7 +286,7 @@ snap_event read_event(const fields& f) {
   e.addr = static_cast<std::uint64_t>(f.opt_int(slot("addr")).value_or(0));
   e.size = f.opt_int(slot("size")).value_or(0);
   if (e.size < 0 || e.size > (std::int64_t{1} << 50))
-    throw bad_input(f.origin, f.where + ".size is absurd (" + std::to_string(e.size) + ")");
+    throw bad_input(f.origin, f.where() + ".size is absurd (" + std::to_string(e.size) + ")");
   e.stream = f.opt_int(slot("stream")).value_or(0);
   e.time_us = f.opt_int(slot("time_us")).value_or(0);
   e.device_free = f.opt_int(slot("device_free")).value_or(-1);
@@ -286,27 +299,28 @@ void read_traces(torch_snapshot& s, const fields& top, budget& b) {
   auto traces = top.list(slot("device_traces"));
   if (!traces)
     throw bad_input(s.origin, "snapshot.device_traces is missing: record with _record_memory_history()");
-  const auto& devs = d.at(*traces).kids;
+  const auto devs = d.at(*traces).kids;
   if (devs.size() > 4096) throw bad_input(s.origin, "more than 4096 device traces");
   // Every device's list is charged before any is expanded.
   for (std::size_t dev = 0; dev < devs.size(); ++dev) {
-    const auto k = d.at(devs[dev]).k;
+    const auto k = d.nodes[devs[dev]].k;
     if (k != pnode::kind::list && k != pnode::kind::tuple)
       throw bad_input(s.origin, "device_traces[" + std::to_string(dev) + "] is not a list");
     b.list(d, devs[dev], "device_traces[" + std::to_string(dev) + "]");
   }
+  s.devices.reserve(devs.size());
   for (std::size_t dev = 0; dev < devs.size(); ++dev) {
     std::vector<snap_event> events;
-    const auto& ev = d.at(devs[dev]).kids;
+    const auto ev = d.at(devs[dev]).kids;
     events.reserve(ev.size());
+    const std::string base = "device_traces[" + std::to_string(dev) + "]";
     std::uint64_t bytes = 0;  // every running sum of the trace's sizes (summary.cpp) stays below this
     for (std::size_t i = 0; i < ev.size(); ++i) {
-      const fields f =
-          b.record(d, ev[i], "device_traces[" + std::to_string(dev) + "][" + std::to_string(i) + "]");
+      const fields f = b.record(d, ev[i], base, i);
       events.push_back(read_event(f));
       bytes += static_cast<std::uint64_t>(events.back().size);
       if (bytes > max_trace_bytes)
-        throw bad_input(s.origin, f.where + ": the trace's sizes add up past 2^62 bytes: absurd");
+        throw bad_input(s.origin, f.where() + ": the trace's sizes add up past 2^62 bytes: absurd");
     }
     s.devices.push_back(std::move(events));
   }
@@ -333,7 +347,7 @@ torch_snapshot parse_snapshot(std::string_view bytes, const std::string& origin,
     s.doc = pdoc_from_json(parse_json_text(std::string(bytes), origin));
   }
   const pdoc& d = s.doc;
-  if (d.at(d.root).k != pnode::kind::dict)
+  if (d.nodes[d.root].k != pnode::kind::dict)
     throw bad_input(origin, "the snapshot is not a dict (expected segments, device_traces)");
   const fields top{d, origin, d.root, "snapshot"};
   budget b(limits, origin);

@@ -2,6 +2,9 @@
 // CPython's Lib/pickletools.py, the protocol's reference description.
 #include "probes/snapshots/pickle_reader.hpp"
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -10,27 +13,61 @@
 
 namespace headroom::probes {
 
+pnode pdoc::at(std::uint32_t id) const {
+  const slot& n = nodes[id];
+  pnode p;
+  p.k = n.k;
+  p.wide = n.wide;
+  switch (n.k) {
+    case pnode::kind::boolean:
+    case pnode::kind::integer:
+      if (n.wide)
+        p.f = std::bit_cast<double>(n.v);
+      else
+        p.i = static_cast<std::int64_t>(n.v);
+      break;
+    case pnode::kind::floating:
+      p.f = std::bit_cast<double>(n.v);
+      break;
+    case pnode::kind::string:
+    case pnode::kind::bytes:
+      p.s = std::string_view(text).substr(static_cast<std::size_t>(n.v), n.n);
+      break;
+    case pnode::kind::list:
+    case pnode::kind::tuple:
+    case pnode::kind::dict:
+      p.kids = std::span<const std::uint32_t>(items).subspan(static_cast<std::uint32_t>(n.v), n.n);
+      break;
+    case pnode::kind::none:
+      break;
+  }
+  return p;
+}
+
 std::optional<std::uint32_t> pdoc::get(std::uint32_t id, std::string_view key) const {
-  const pnode& d = nodes[id];
+  const pnode d = at(id);
   if (d.k != pnode::kind::dict) return std::nullopt;
   // The last occurrence wins, as when Python builds the dict.
   for (std::size_t i = d.kids.size(); i >= 2; i -= 2) {
-    const pnode& k = nodes[d.kids[i - 2]];
-    if (k.k == pnode::kind::string && k.s == key) return d.kids[i - 1];
+    const slot& k = nodes[d.kids[i - 2]];
+    if (k.k == pnode::kind::string && k.n == key.size() &&
+        std::string_view(text).substr(static_cast<std::size_t>(k.v), k.n) == key)
+      return d.kids[i - 1];
   }
   return std::nullopt;
 }
 
 std::optional<std::int64_t> pdoc::integer(std::uint32_t id) const {
-  const pnode& n = nodes[id];
-  if ((n.k == pnode::kind::integer && !n.wide) || n.k == pnode::kind::boolean) return n.i;
+  const slot& n = nodes[id];
+  if ((n.k == pnode::kind::integer && !n.wide) || n.k == pnode::kind::boolean)
+    return static_cast<std::int64_t>(n.v);
   return std::nullopt;
 }
 
 std::optional<std::string_view> pdoc::string(std::uint32_t id) const {
-  const pnode& n = nodes[id];
+  const slot& n = nodes[id];
   if (n.k != pnode::kind::string) return std::nullopt;
-  return std::string_view(n.s);
+  return std::string_view(text).substr(static_cast<std::size_t>(n.v), n.n);
 }
 
 bool looks_like_pickle(std::string_view bytes) {
@@ -40,13 +77,74 @@ bool looks_like_pickle(std::string_view bytes) {
 
 namespace {
 
+constexpr std::uint32_t no_node = UINT32_MAX;
+
+// Stores a node; returns its id. The reader checks max_nodes before, the JSON reader is bounded by its
+// input size.
+std::uint32_t add_node(pdoc& d, pnode::kind k, std::uint64_t v = 0, std::uint32_t n = 0, bool wide = false) {
+  d.nodes.push_back({k, wide, n, v});
+  return static_cast<std::uint32_t>(d.nodes.size() - 1);
+}
+
+std::uint32_t add_text(pdoc& d, pnode::kind k, std::string_view s) {
+  const auto at = d.text.size();
+  d.text.append(s);
+  return add_node(d, k, at, static_cast<std::uint32_t>(s.size()));
+}
+
+// Appends `count` children to container `id`. A container's children are one run of `items`: the first
+// ones are stored at the end; later ones extend the run in place when it is last, else the run moves to
+// the end with room for twice its new length (a growing list costs amortised O(1) a child). Returns false
+// when `items` would pass 2^32 entries (the offsets are 32 bits).
+bool add_items(pdoc& d, std::uint32_t id, const std::uint32_t* from, std::size_t count) {
+  if (count == 0) return true;
+  auto& a = d.items;
+  pdoc::slot& c = d.nodes[id];
+  const std::uint64_t len = c.n;
+  std::uint64_t off = c.v & 0xffffffffu, room = c.v >> 32;
+  const std::uint64_t want = len + count;
+  if (room == 0) {  // the first children (the common case): stored at the end, nothing to move
+    if (a.size() + count > UINT32_MAX) return false;
+    c.v = a.size() | std::uint64_t{count} << 32;
+    c.n = static_cast<std::uint32_t>(count);
+    a.insert(a.end(), from, from + count);
+    return true;
+  }
+  if (want > room) {
+    if (room == 0 || off + room != a.size()) {
+      // First children, or a run others have been stored after: move to the end.
+      const std::uint64_t new_room = room == 0 ? want : 2 * want;
+      if (a.size() + new_room > UINT32_MAX) return false;
+      const std::uint64_t new_off = a.size();
+      a.resize(static_cast<std::size_t>(new_off + new_room));
+      std::copy_n(a.begin() + static_cast<std::ptrdiff_t>(off), len,
+                  a.begin() + static_cast<std::ptrdiff_t>(new_off));
+      off = new_off;
+      room = new_room;
+    } else {
+      if (off + want > UINT32_MAX) return false;
+      a.resize(static_cast<std::size_t>(off + want));
+      room = want;
+    }
+  }
+  std::copy_n(from, count, a.begin() + static_cast<std::ptrdiff_t>(off + len));
+  c.n = static_cast<std::uint32_t>(want);
+  c.v = off | room << 32;
+  return true;
+}
+
 class reader {
  public:
   reader(std::string_view b, const std::string& origin, const pickle_limits& l)
-      : m_b(b), m_origin(origin), m_limits(l) {}
+      : m_b(b), m_origin(origin), m_limits(l) {
+    m_small.fill(no_node);
+  }
 
   pdoc run() {
+    // Real snapshots hold a value per 11-23 bytes and a child per 4-8; reserving address space is free,
+    // only what is written becomes resident.
     m_doc.nodes.reserve(std::min<std::size_t>(m_b.size() / 8 + 16, m_limits.max_nodes));
+    m_doc.items.reserve(std::min<std::size_t>(m_b.size() / 2 + 16, UINT32_MAX));
     while (true) {
       if (m_pos >= m_b.size()) fail("truncated: the stream ends before STOP");
       m_op_at = m_pos;
@@ -69,19 +167,20 @@ class reader {
         case ')':
           push(make(pnode::kind::tuple));
           break;
-        case 'N':
-          push(make(pnode::kind::none));
+        case 'N':  // None, True, False and small integers are immutable: one node each serves every use
+          push(shared(m_none, pnode::kind::none, 0));
           break;
-        case 0x88:
-        case 0x89: {  // NEWTRUE, NEWFALSE
-          auto id = make(pnode::kind::boolean);
-          m_doc.nodes[id].i = op == 0x88;
-          push(id);
+        case 0x88:  // NEWTRUE
+          push(shared(m_true, pnode::kind::boolean, 1));
+          break;
+        case 0x89:  // NEWFALSE
+          push(shared(m_false, pnode::kind::boolean, 0));
+          break;
+        case 'K': {
+          const auto v = u8();
+          push(shared(m_small[v], pnode::kind::integer, v));
           break;
         }
-        case 'K':
-          push_int(u8());
-          break;
         case 'M':
           push_int(static_cast<std::int64_t>(le(2)));
           break;
@@ -101,11 +200,7 @@ class reader {
           const std::string_view raw = take(8);
           std::uint64_t bits = 0;
           for (char c : raw) bits = bits << 8 | static_cast<unsigned char>(c);
-          double d;
-          std::memcpy(&d, &bits, sizeof d);
-          auto id = make(pnode::kind::floating);
-          m_doc.nodes[id].f = d;
-          push(id);
+          push(make(pnode::kind::floating, bits));
           break;
         }
         case 0x8c:
@@ -137,57 +232,47 @@ class reader {
         case 0x87: {  // TUPLE1..3
           const std::size_t n = op - 0x84u;
           if (m_stack.size() < n + floor()) fail("TUPLE" + std::to_string(n) + " on a stack too short");
-          auto id = make(pnode::kind::tuple);
-          auto& kids = m_doc.nodes[id].kids;
-          kids.assign(m_stack.end() - static_cast<std::ptrdiff_t>(n), m_stack.end());
-          m_stack.resize(m_stack.size() - n);
+          const auto id = make(pnode::kind::tuple);
+          fill(id, m_stack.size() - n);
           push(id);
           break;
         }
-        case 't': {  // TUPLE from the mark
-          auto items = pop_mark();
-          auto id = make(pnode::kind::tuple);
-          m_doc.nodes[id].kids = std::move(items);
-          push(id);
+        case 't':  // TUPLE from the mark
+          push(from_mark(pnode::kind::tuple));
           break;
-        }
-        case 'l': {  // LIST from the mark
-          auto items = pop_mark();
-          auto id = make(pnode::kind::list);
-          m_doc.nodes[id].kids = std::move(items);
-          push(id);
+        case 'l':  // LIST from the mark
+          push(from_mark(pnode::kind::list));
           break;
-        }
         case 'd': {  // DICT from the mark
-          auto items = pop_mark();
-          if (items.size() % 2) fail("DICT with an odd number of items");
-          auto id = make(pnode::kind::dict);
-          m_doc.nodes[id].kids = std::move(items);
-          push(id);
+          if (!m_marks.empty() && (m_stack.size() - m_marks.back()) % 2)
+            fail("DICT with an odd number of items");
+          push(from_mark(pnode::kind::dict));
           break;
         }
         case 'a': {  // APPEND
           const auto v = pop();
-          append(top(), {v});
+          const auto to = top();
+          if (m_doc.nodes[to].k != pnode::kind::list) fail("APPEND to something that is not a list");
+          add(to, &v, 1);
           break;
         }
-        case 'e': {  // APPENDS
-          auto items = pop_mark();
-          append(top(), items);
+        case 'e':  // APPENDS
+          to_mark_owner(pnode::kind::list, "APPEND to something that is not a list");
           break;
-        }
         case 's': {  // SETITEM
-          const auto v = pop();
-          const auto k = pop();
-          set_items(top(), {k, v});
+          const std::uint32_t value = pop();
+          const std::uint32_t key = pop();
+          const std::uint32_t pair[2] = {key, value};
+          const auto to = top();
+          if (m_doc.nodes[to].k != pnode::kind::dict) fail("SETITEM on something that is not a dict");
+          add(to, pair, 2);
           break;
         }
-        case 'u': {  // SETITEMS
-          auto items = pop_mark();
-          if (items.size() % 2) fail("SETITEMS with an odd number of items");
-          set_items(top(), items);
+        case 'u':  // SETITEMS
+          if (!m_marks.empty() && (m_stack.size() - m_marks.back()) % 2)
+            fail("SETITEMS with an odd number of items");
+          to_mark_owner(pnode::kind::dict, "SETITEM on something that is not a dict");
           break;
-        }
         case 0x94:  // MEMOIZE
           memo_put(m_memo_next, top());
           break;
@@ -210,7 +295,7 @@ class reader {
             pop();
           break;
         case '1':  // POP_MARK
-          pop_mark();
+          m_stack.resize(pop_mark());
           break;
         case '2':  // DUP
           push(top());
@@ -274,12 +359,15 @@ class reader {
       v = v << 8 | static_cast<unsigned char>(raw[static_cast<std::size_t>(k)]);
     return v;
   }
-  std::uint32_t make(pnode::kind k) {
+  std::uint32_t make(pnode::kind k, std::uint64_t v = 0, std::uint32_t n = 0, bool wide = false) {
     if (m_doc.nodes.size() >= m_limits.max_nodes)
       fail("more than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
-    m_doc.nodes.emplace_back();
-    m_doc.nodes.back().k = k;
-    return static_cast<std::uint32_t>(m_doc.nodes.size() - 1);
+    return add_node(m_doc, k, v, n, wide);
+  }
+  // Returns the one node of an immutable value, made on first use.
+  std::uint32_t shared(std::uint32_t& cache, pnode::kind k, std::uint64_t v) {
+    if (cache == no_node) cache = make(k, v);
+    return cache;
   }
   std::size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
   void push(std::uint32_t id) {
@@ -297,30 +385,43 @@ class reader {
     if (m_stack.size() <= floor()) fail("an operation on an empty stack");
     return m_stack.back();
   }
-  std::vector<std::uint32_t> pop_mark() {
+  // Pops the last mark; returns where its items begin on the stack (they stay there).
+  std::size_t pop_mark() {
     if (m_marks.empty()) fail("no mark to pop to");
     const std::size_t at = m_marks.back();
     m_marks.pop_back();
-    std::vector<std::uint32_t> items(m_stack.begin() + static_cast<std::ptrdiff_t>(at), m_stack.end());
+    return at;
+  }
+  void add(std::uint32_t to, const std::uint32_t* from, std::size_t n) {
+    if (!add_items(m_doc, to, from, n)) fail("more than 2^32 container items in all (the limit)");
+  }
+  // Gives container `id` the stack's items from `at` on, and drops them from the stack.
+  void fill(std::uint32_t id, std::size_t at) {
+    add(id, m_stack.data() + at, m_stack.size() - at);
     m_stack.resize(at);
-    return items;
   }
-  void push_int(std::int64_t v) {
-    auto id = make(pnode::kind::integer);
-    m_doc.nodes[id].i = v;
-    push(id);
+  // TUPLE / LIST / DICT: a new container of the items above the last mark.
+  std::uint32_t from_mark(pnode::kind k) {
+    const std::size_t at = pop_mark();
+    const auto id = make(k);
+    fill(id, at);
+    return id;
   }
+  // APPENDS / SETITEMS: the items above the last mark into the container below it.
+  void to_mark_owner(pnode::kind k, const char* refused) {
+    const std::size_t at = pop_mark();
+    if (at <= floor()) fail("an operation on an empty stack");
+    const auto to = m_stack[at - 1];
+    if (m_doc.nodes[to].k != k) fail(refused);
+    fill(to, at);
+  }
+  void push_int(std::int64_t v) { push(make(pnode::kind::integer, static_cast<std::uint64_t>(v))); }
   // LONG1 / LONG4: n bytes, little-endian two's complement. Up to 8 bytes (or 9 with a zero sign byte
   // above a value that still fits) is exact; wider keeps an approximate double and is refused where an
   // integer is needed.
   void push_long(std::uint64_t n) {
     const std::string_view raw = take(n);
-    auto id = make(pnode::kind::integer);
-    pnode& p = m_doc.nodes[id];
-    if (n == 0) {
-      push(id);
-      return;
-    }
+    if (n == 0) return push_int(0);
     const bool negative = static_cast<unsigned char>(raw[n - 1]) & 0x80;
     if (n <= 8) {
       std::uint64_t v = negative ? ~std::uint64_t{0} : 0;
@@ -328,46 +429,34 @@ class reader {
         v &= ~(std::uint64_t{0xff} << (8 * k));
         v |= std::uint64_t{static_cast<unsigned char>(raw[k])} << (8 * k);
       }
-      p.i = static_cast<std::int64_t>(v);
-    } else {
-      p.wide = true;
-      double f = 0;
-      for (std::size_t k = n; k-- > 0;) {
-        const unsigned char byte = static_cast<unsigned char>(raw[k]);
-        f = f * 256 + (negative ? static_cast<unsigned char>(~byte) : byte);
-      }
-      p.f = negative ? -(f + 1) : f;
-      if (!std::isfinite(p.f)) p.f = negative ? -HUGE_VAL : HUGE_VAL;
+      return push_int(static_cast<std::int64_t>(v));
     }
-    push(id);
+    double f = 0;
+    for (std::size_t k = n; k-- > 0;) {
+      const unsigned char byte = static_cast<unsigned char>(raw[k]);
+      f = f * 256 + (negative ? static_cast<unsigned char>(~byte) : byte);
+    }
+    f = negative ? -(f + 1) : f;
+    if (!std::isfinite(f)) f = negative ? -HUGE_VAL : HUGE_VAL;
+    push(make(pnode::kind::integer, std::bit_cast<std::uint64_t>(f), 0, true));
   }
   void push_text(pnode::kind k, std::uint64_t n) {
     if (n > m_limits.max_string)
       fail("a string longer than " + std::to_string(m_limits.max_string) + " bytes (the limit)");
     const std::string_view raw = take(n);
-    auto id = make(k);
-    m_doc.nodes[id].s.assign(raw.data(), raw.size());
-    push(id);
-  }
-  void append(std::uint32_t to, const std::vector<std::uint32_t>& items) {
-    pnode& l = m_doc.nodes[to];
-    if (l.k != pnode::kind::list) fail("APPEND to something that is not a list");
-    l.kids.insert(l.kids.end(), items.begin(), items.end());
-  }
-  void set_items(std::uint32_t to, const std::vector<std::uint32_t>& items) {
-    pnode& d = m_doc.nodes[to];
-    if (d.k != pnode::kind::dict) fail("SETITEM on something that is not a dict");
-    d.kids.insert(d.kids.end(), items.begin(), items.end());
+    if (m_doc.nodes.size() >= m_limits.max_nodes)
+      fail("more than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
+    push(add_text(m_doc, k, raw));
   }
   void memo_put(std::uint64_t key, std::uint32_t id) {
     if (key >= m_limits.max_memo)
       fail("a memo index beyond " + std::to_string(m_limits.max_memo) + " (the limit)");
-    if (key >= m_memo.size()) m_memo.resize(static_cast<std::size_t>(key) + 1, UINT32_MAX);
+    if (key >= m_memo.size()) m_memo.resize(static_cast<std::size_t>(key) + 1, no_node);
     m_memo[static_cast<std::size_t>(key)] = id;
     if (key == m_memo_next) ++m_memo_next;
   }
   std::uint32_t memo_get(std::uint64_t key) const {
-    if (key >= m_memo.size() || m_memo[static_cast<std::size_t>(key)] == UINT32_MAX)
+    if (key >= m_memo.size() || m_memo[static_cast<std::size_t>(key)] == no_node)
       fail("a memo reference to " + std::to_string(key) + ", never stored");
     return m_memo[static_cast<std::size_t>(key)];
   }
@@ -381,69 +470,52 @@ class reader {
   std::vector<std::size_t> m_marks;
   std::vector<std::uint32_t> m_memo;
   std::uint64_t m_memo_next = 0;
+  std::uint32_t m_none = no_node, m_true = no_node, m_false = no_node;
+  std::array<std::uint32_t, 256> m_small{};  // BININT1 values
 };
 
 std::uint32_t from_json(pdoc& d, const nlohmann::json& j, int depth) {
   if (depth > 1000) throw bad_input("snapshot", "JSON nested deeper than 1000 levels");
-  d.nodes.emplace_back();
-  const auto id = static_cast<std::uint32_t>(d.nodes.size() - 1);
-  auto set = [&](pnode::kind k) { d.nodes[id].k = k; };
   switch (j.type()) {
     case nlohmann::json::value_t::null:
-      set(pnode::kind::none);
-      break;
+      return add_node(d, pnode::kind::none);
     case nlohmann::json::value_t::boolean:
-      set(pnode::kind::boolean);
-      d.nodes[id].i = j.get<bool>();
-      break;
+      return add_node(d, pnode::kind::boolean, j.get<bool>());
     case nlohmann::json::value_t::number_integer:
-      set(pnode::kind::integer);
-      d.nodes[id].i = j.get<std::int64_t>();
-      break;
+      return add_node(d, pnode::kind::integer, static_cast<std::uint64_t>(j.get<std::int64_t>()));
     case nlohmann::json::value_t::number_unsigned: {
-      set(pnode::kind::integer);
       const auto u = j.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(INT64_MAX)) {
-        d.nodes[id].wide = true;
-        d.nodes[id].f = static_cast<double>(u);
-      } else {
-        d.nodes[id].i = static_cast<std::int64_t>(u);
-      }
-      break;
+      if (u > static_cast<std::uint64_t>(INT64_MAX))
+        return add_node(d, pnode::kind::integer, std::bit_cast<std::uint64_t>(static_cast<double>(u)), 0,
+                        true);
+      return add_node(d, pnode::kind::integer, u);
     }
     case nlohmann::json::value_t::number_float:
-      set(pnode::kind::floating);
-      d.nodes[id].f = j.get<double>();
-      break;
+      return add_node(d, pnode::kind::floating, std::bit_cast<std::uint64_t>(j.get<double>()));
     case nlohmann::json::value_t::string:
-      set(pnode::kind::string);
-      d.nodes[id].s = j.get<std::string>();
-      break;
+      return add_text(d, pnode::kind::string, j.get_ref<const std::string&>());
     case nlohmann::json::value_t::array: {
-      set(pnode::kind::list);
       std::vector<std::uint32_t> kids;
+      kids.reserve(j.size());
       for (const auto& x : j) kids.push_back(from_json(d, x, depth + 1));
-      d.nodes[id].kids = std::move(kids);
-      break;
+      const auto id = add_node(d, pnode::kind::list);
+      if (!add_items(d, id, kids.data(), kids.size())) throw bad_input("snapshot", "too many JSON values");
+      return id;
     }
     case nlohmann::json::value_t::object: {
-      set(pnode::kind::dict);
       std::vector<std::uint32_t> kids;
+      kids.reserve(2 * j.size());
       for (const auto& [k, v] : j.items()) {
-        d.nodes.emplace_back();
-        d.nodes.back().k = pnode::kind::string;
-        d.nodes.back().s = k;
-        kids.push_back(static_cast<std::uint32_t>(d.nodes.size() - 1));
+        kids.push_back(add_text(d, pnode::kind::string, k));
         kids.push_back(from_json(d, v, depth + 1));
       }
-      d.nodes[id].kids = std::move(kids);
-      break;
+      const auto id = add_node(d, pnode::kind::dict);
+      if (!add_items(d, id, kids.data(), kids.size())) throw bad_input("snapshot", "too many JSON values");
+      return id;
     }
     default:
-      set(pnode::kind::bytes);
-      break;
+      return add_node(d, pnode::kind::bytes);
   }
-  return id;
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include "probes/snapshots/replay.hpp"
 
 #include <algorithm>
-#include <map>
+#include <span>
 
 #include "probes/snapshots/replaying_device.hpp"
 #include "probes/snapshots/summary.hpp"
@@ -25,25 +25,39 @@ using snapshot_window::mib_text;
 
 // The real allocator's segment creations, in order, and, per snapshot event index of an alloc, the segment
 // sizes created just before it (the allocation that needed them). Expandable ranges: each growth is a map.
+// Flat: one run of `sizes` per alloc that created segments, found by binary search (a million-event trace
+// has a few hundred).
 struct real_segments {
   std::vector<std::pair<std::uint64_t, std::int64_t>> created;  // segment_alloc: address, bytes
-  std::map<std::size_t, std::vector<std::int64_t>> before_alloc;
-  std::vector<std::uint64_t> maps;  // segment_map addresses
+  std::vector<std::uint64_t> maps;                              // segment_map addresses
+  struct run {
+    std::size_t event;
+    std::size_t begin, end;  // in `sizes`
+  };
+  std::vector<std::int64_t> sizes;  // segment bytes created, in order
+  std::vector<run> runs;            // by event
 
   explicit real_segments(const std::vector<snap_event>& ev) {
-    std::vector<std::int64_t> pending;
+    std::size_t pending = 0;  // where the sizes not yet claimed by an alloc begin
     for (std::size_t i = 0; i < ev.size(); ++i) {
       if (ev[i].action == snap_action::segment_alloc) {
         created.push_back({ev[i].addr, ev[i].size});
-        pending.push_back(ev[i].size);
+        sizes.push_back(ev[i].size);
       } else if (ev[i].action == snap_action::segment_map) {
         maps.push_back(ev[i].addr);
-        pending.push_back(ev[i].size);
+        sizes.push_back(ev[i].size);
       } else if (ev[i].action == snap_action::alloc) {
-        before_alloc[i] = pending;
-        pending.clear();
+        if (sizes.size() > pending) runs.push_back({i, pending, sizes.size()});
+        pending = sizes.size();
       }
     }
+  }
+  // Returns the segment sizes the real allocator created for the alloc at snapshot event `event`.
+  std::span<const std::int64_t> before_alloc(std::size_t event) const {
+    const auto it = std::lower_bound(runs.begin(), runs.end(), event,
+                                     [](const run& r, std::size_t e) { return r.event < e; });
+    if (it == runs.end() || it->event != event) return {};
+    return std::span<const std::int64_t>(sizes).subspan(it->begin, it->end - it->begin);
   }
 };
 
@@ -66,7 +80,7 @@ bool adopt_start(const snapshot_trace& st, caching_allocator& a, std::vector<std
   return true;
 }
 
-std::string new_segments_text(const std::vector<std::int64_t>& v) {
+std::string new_segments_text(std::span<const std::int64_t> v) {
   if (v.empty()) return "no new segment";
   std::string x;
   for (auto b : v) x += (x.empty() ? "" : " + ") + mib_text(b);
@@ -79,12 +93,12 @@ std::string new_segments_text(const std::vector<std::int64_t>& v) {
 void compare_alloc(const snap_event& real_event, std::size_t source, const real_segments& real,
                    replaying_device& dev, std::size_t maps_before, std::uint64_t got_addr,
                    snapshot_replay& r) {
-  std::vector<std::int64_t> emulated;
-  for (std::size_t k = maps_before; k < dev.maps.size(); ++k) emulated.push_back(dev.maps[k].second);
-  static const std::vector<std::int64_t> none;
-  const auto it = real.before_alloc.find(source);
-  const auto& want = it == real.before_alloc.end() ? none : it->second;
-  if (emulated != want) {
+  const auto want = real.before_alloc(source);
+  bool same = dev.maps.size() - maps_before == want.size();
+  for (std::size_t k = 0; same && k < want.size(); ++k) same = dev.maps[maps_before + k].second == want[k];
+  if (!same) {
+    std::vector<std::int64_t> emulated;
+    for (std::size_t k = maps_before; k < dev.maps.size(); ++k) emulated.push_back(dev.maps[k].second);
     r.diverged_at = source;
     r.divergence = "alloc of " + mib_text(real_event.size) + ": the real allocator made " +
                    new_segments_text(want) + ", the emulation " + new_segments_text(emulated);

@@ -33,6 +33,7 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
   d.reserved_from_events = w.segment_events;
   d.peak_reserved = reserved;
   d.requested_at_reserved_peak = requested;
+  bool rose = false;  // reserved memory rose above what was held before the window
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const auto& e = ev[i];
     switch (e.action) {
@@ -69,6 +70,7 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
       d.peak_requested_event = i;
     }
     if (reserved > d.peak_reserved) {
+      rose = true;
       d.peak_reserved = reserved;
       d.peak_reserved_event = i;
       d.requested_at_reserved_peak = requested;
@@ -78,6 +80,19 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
   if (d.peak_reserved > 0)
     d.fragmentation_at_reserved_peak =
         1.0 - static_cast<double>(d.requested_at_reserved_peak) / static_cast<double>(d.peak_reserved);
+  if (d.cold) {
+    d.fragmentation_why = "at event " + std::to_string(d.peak_reserved_event) + ", inside the recorded window";
+  } else if (!w.segment_events) {
+    d.fragmentation_measured = false;
+    d.fragmentation_why = "no segment events: the reserved figure is the final segments' total, not a peak";
+  } else if (!rose) {
+    d.fragmentation_measured = false;
+    d.fragmentation_why = "reserved memory never rose above the " + mib_text(w.held_before) +
+                          " held when recording began: the peak is the warm-up's, before the window";
+  } else {
+    d.fragmentation_why = "at event " + std::to_string(d.peak_reserved_event) +
+                          ", where reserved memory first rose to its peak inside the recorded window";
+  }
 }
 
 // The largest live blocks at the requested peak (at most 10), with who allocated them: a second walk up

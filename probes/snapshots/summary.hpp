@@ -49,6 +49,11 @@ struct snap_device_summary {
   std::int64_t requested_at_reserved_peak = 0;
   // 1 - requested / reserved at the reserved peak (the trace carries requested bytes, not block sizes).
   double fragmentation_at_reserved_peak = 0;
+  // Whether that figure describes the recorded window: false for a warm trace whose reserved memory never
+  // rose above what was held when recording began (the peak is then the warm-up's, before the window, or
+  // the final segments' total when the trace has no segment events). `fragmentation_why` says which.
+  bool fragmentation_measured = true;
+  std::string fragmentation_why;
   std::vector<snap_oom> ooms;
   std::size_t empty_cache_calls = 0;  // runs of segment frees not followed by a segment_alloc
 };

@@ -1,0 +1,305 @@
+// observations.cpp: reading a table of observed runs and writing their records (observations.hpp).
+#include "observations.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "planner/errors.hpp"
+#include "planner/estimate.hpp"
+#include "planner/format.hpp"
+#include "planner/json_fields.hpp"
+#include "probes/records/envelope.hpp"
+#include "probes/records/measurement_record.hpp"
+
+namespace headroom::calibrate {
+
+namespace {
+
+const std::vector<std::string>& observation_columns() {
+  static const std::vector<std::string> cols = {"name",      "problem", "figure", "value", "unit",
+                                                "gpu",       "driver",  "cuda",   "nccl",  "software",
+                                                "allocator", "source",  "date"};
+  return cols;
+}
+
+// Units a figure may be given in, bytes each. nvidia-smi prints MiB; PyTorch's memory_summary and
+// torchtitan's `max_reserved` print GiB (torchtitan/components/metrics.py divides by 1024**3); decimal units
+// are accepted for published tables that use them.
+struct observation_unit {
+  const char* name;
+  double bytes;
+};
+constexpr observation_unit observation_units[] = {
+    {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9},        {"TB", 1e12}};
+
+std::string observation_unit_list() {
+  std::string s;
+  for (const auto& u : observation_units) s += (s.empty() ? "" : ", ") + std::string(u.name);
+  return s;
+}
+
+// Returns a CSV text's records (RFC 4180: fields separated by commas, double-quoted fields may hold commas,
+// newlines and doubled quotes), each with the 1-based line it starts on. Throws on an unterminated quote.
+std::vector<std::pair<std::size_t, std::vector<std::string>>> observation_csv_rows(
+    const std::string& text, const std::string& origin) {
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
+  std::vector<std::string> fields;
+  std::string cur;
+  bool quoted = false, any = false;
+  std::size_t line = 1, start = 1;
+  auto end_row = [&] {
+    fields.push_back(cur);
+    cur.clear();
+    bool blank = fields.size() == 1 && fields[0].empty();
+    if (!blank) rows.emplace_back(start, std::move(fields));
+    fields.clear();
+    any = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (!any) start = line;
+    any = true;
+    if (quoted) {
+      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        if (ch == '\n') ++line;
+        cur += ch;
+      }
+    } else if (ch == '"' && cur.empty()) {
+      quoted = true;
+    } else if (ch == ',') {
+      fields.push_back(cur);
+      cur.clear();
+    } else if (ch == '\n' || ch == '\r') {
+      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      end_row();
+      ++line;
+    } else {
+      cur += ch;
+    }
+    if (rows.size() > max_observation_rows + 1)
+      throw bad_input(origin, "more than " + std::to_string(max_observation_rows) + " runs");
+  }
+  if (quoted) throw bad_input(cell_where(origin, start, ""), "a quoted field is not closed");
+  if (any) end_row();
+  return rows;
+}
+
+std::string observation_trimmed(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+// Returns the figure in bytes from `value` and `unit`; throws naming the cell.
+std::int64_t observation_bytes(const std::string& value, const std::string& unit, const std::string& origin,
+                               std::size_t row) {
+  double v = 0;
+  const std::string t = observation_trimmed(value);
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc{} || end != t.data() + t.size())
+    throw bad_input(cell_where(origin, row, "value"), "'" + printable(t, 40) + "' is not a number");
+  if (!std::isfinite(v) || v <= 0)
+    throw bad_input(cell_where(origin, row, "value"),
+                    "must be a positive memory figure, got " + printable(t, 40));
+  const observation_unit* u = nullptr;
+  for (const auto& x : observation_units)
+    if (observation_trimmed(unit) == x.name) u = &x;
+  if (!u)
+    throw bad_input(cell_where(origin, row, "unit"), "unknown unit '" +
+                                                         printable(observation_trimmed(unit), 20) +
+                                                         "' (one of " + observation_unit_list() + ")");
+  const double bytes = v * u->bytes;
+  if (!(bytes >= 1 && bytes <= static_cast<double>(probes::max_record_bytes)))
+    throw bad_input(
+        cell_where(origin, row, "value"),
+        printable(t, 40) + " " + u->name + " is not a memory figure a GPU produces (1 B to 16 TiB)");
+  return std::llround(bytes);
+}
+
+// Fills one row from its cells (column name -> text); `problem` was read by the caller.
+observation_row observation_from_cells(const std::vector<std::pair<std::string, std::string>>& cells,
+                                       const std::string& origin, std::size_t row) {
+  observation_row r;
+  r.row = row;
+  std::string value, unit;
+  bool has_figure = false;
+  for (const auto& [col, text] : cells) {
+    const std::string t = observation_trimmed(text);
+    if (col == "name") r.name = t;
+    if (col == "problem") r.flags = t;
+    if (col == "figure") {
+      const auto f = figure_from(t);
+      if (!f)
+        throw bad_input(
+            cell_where(origin, row, "figure"),
+            "unknown figure '" + printable(t, 40) + "' (device_used, reserved_peak or allocated_peak)");
+      r.figure = *f;
+      has_figure = true;
+    }
+    if (col == "value") value = t;
+    if (col == "unit") unit = t;
+    if (col == "gpu") r.gpu = t;
+    if (col == "driver") r.driver = t;
+    if (col == "cuda") r.cuda_runtime = t;
+    if (col == "nccl") r.nccl = t;
+    if (col == "software") r.software = t;
+    if (col == "allocator") r.allocator = t;
+    if (col == "source") r.source = t;
+    if (col == "date") r.date = t;
+  }
+  if (!has_figure) throw bad_input(cell_where(origin, row, "figure"), "missing");
+  r.bytes = observation_bytes(value, unit, origin, row);
+  r.as_given = value + " " + unit;
+  for (char ch : r.name)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.') ||
+        r.name.size() > 100 || r.name.front() == '.')
+      throw bad_input(cell_where(origin, row, "name"),
+                      "'" + printable(r.name, 40) + "' is not a file name stem (letters, digits, - _ .)");
+  if (r.name.empty()) r.name = "obs-" + std::to_string(row);
+  return r;
+}
+
+const std::vector<std::string> observation_required = {"problem", "figure", "value", "unit"};
+
+}  // namespace
+
+const char* figure_name(figure_kind f) {
+  switch (f) {
+    case figure_kind::device_used:
+      return "device_used";
+    case figure_kind::reserved_peak:
+      return "reserved_peak";
+    case figure_kind::allocated_peak:
+      return "allocated_peak";
+  }
+  return "?";
+}
+
+std::optional<figure_kind> figure_from(std::string_view name) {
+  for (auto f : {figure_kind::device_used, figure_kind::reserved_peak, figure_kind::allocated_peak})
+    if (name == figure_name(f)) return f;
+  return std::nullopt;
+}
+
+std::string cell_where(const std::string& origin, std::size_t row, const std::string& column) {
+  return origin + ": row " + std::to_string(row) + (column.empty() ? "" : ", column '" + column + "'");
+}
+
+std::vector<observation_row> observations_from_csv(const std::string& text, const std::string& origin) {
+  const auto rows = observation_csv_rows(text, origin);
+  if (rows.empty()) throw bad_input(origin, "empty: a header row and one row per run are needed");
+  const auto& header = rows[0].second;
+  std::vector<std::string> cols;
+  for (const auto& h : header) {
+    const std::string c = observation_trimmed(h);
+    const auto& known = observation_columns();
+    if (std::find(known.begin(), known.end(), c) == known.end()) {
+      const std::string near = detail::closest_name(c, known);
+      throw bad_input(origin + ": header, column '" + printable(c, 40) + "'",
+                      "unknown column" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+    if (std::find(cols.begin(), cols.end(), c) != cols.end())
+      throw bad_input(origin + ": header, column '" + c + "'", "given twice");
+    cols.push_back(c);
+  }
+  for (const auto& need : observation_required)
+    if (std::find(cols.begin(), cols.end(), need) == cols.end())
+      throw bad_input(origin + ": header", "missing column '" + need + "'");
+  if (rows.size() == 1) throw bad_input(origin, "no runs after the header");
+  std::vector<observation_row> out;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& fields = rows[i].second;
+    if (fields.size() != cols.size())
+      throw bad_input(cell_where(origin, i, ""), std::to_string(fields.size()) + " fields for " +
+                                                     std::to_string(cols.size()) + " columns");
+    std::vector<std::pair<std::string, std::string>> cells;
+    for (std::size_t c = 0; c < cols.size(); ++c) cells.emplace_back(cols[c], fields[c]);
+    out.push_back(observation_from_cells(cells, origin, i));
+    if (out.back().flags.empty()) throw bad_input(cell_where(origin, i, "problem"), "empty");
+  }
+  return out;
+}
+
+std::vector<observation_row> observations_from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object() || !j.contains("runs") || !j["runs"].is_array())
+    throw bad_input(origin, "expected an object with \"runs\": [ {...}, ... ] (docs/calibrating.md)");
+  detail::require_known_keys(j, {"runs", "source"}, origin);
+  const auto& runs = j["runs"];
+  if (runs.empty()) throw bad_input(origin, "no runs");
+  if (runs.size() > max_observation_rows)
+    throw bad_input(origin, "more than " + std::to_string(max_observation_rows) + " runs");
+  std::vector<observation_row> out;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = runs[i];
+    const std::size_t row = i + 1;
+    if (!run.is_object()) throw bad_input(cell_where(origin, row, ""), "must be an object");
+    std::vector<std::pair<std::string, std::string>> cells;
+    for (const auto& [k, v] : run.items()) {
+      const auto& known = observation_columns();
+      if (std::find(known.begin(), known.end(), k) == known.end()) {
+        const std::string near = detail::closest_name(k, known);
+        throw bad_input(cell_where(origin, row, printable(k, 40)),
+                        "unknown key" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+      }
+      if (k == "problem" && v.is_object()) continue;
+      if (k == "value" && v.is_number()) {
+        cells.emplace_back(k, v.dump());
+      } else if (v.is_string()) {
+        cells.emplace_back(k, v.get<std::string>());
+      } else {
+        throw bad_input(cell_where(origin, row, k), k == "value" ? "must be a number" : "must be a string");
+      }
+    }
+    for (const auto& need : observation_required)
+      if (!run.contains(need)) throw bad_input(cell_where(origin, row, need), "missing");
+    observation_row r = observation_from_cells(cells, origin, row);
+    if (run["problem"].is_object()) r.problem = run["problem"];
+    if (r.flags.empty() && r.problem.is_null()) throw bad_input(cell_where(origin, row, "problem"), "empty");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+nlohmann::json observation_record(const observation_row& r, const problem& p, const layout& l,
+                                  const std::string& command_line) {
+  const breakdown b = estimate(p, l);
+  const auto& w = b.worst_stage();
+  auto str = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  nlohmann::json j;
+  j["backend"] = "observation";
+  j["measured"] = true;
+  j["allocator"] = str(r.allocator);
+  j["environment"] = {{"command_line", command_line}, {"gpu", str(r.gpu)},
+                      {"driver", str(r.driver)},      {"cuda_runtime", str(r.cuda_runtime)},
+                      {"nccl", str(r.nccl)},          {"software", str(r.software)}};
+  j["observation"] = {{"figure", figure_name(r.figure)},
+                      {"bytes", r.bytes},
+                      {"as_given", r.as_given},
+                      {"run", r.name},
+                      {"row", r.row},
+                      {"source", str(r.source)},
+                      {"date", str(r.date)},
+                      {"problem_flags", str(r.flags)}};
+  j["inputs"] = probes::record_inputs(p, l);
+  j["stage"] = w.stage;
+  j["predicted"] = {{"persistent_bytes", w.persistent},
+                    {"transient_bytes", w.transient},
+                    {"activation_bytes", w.activations},
+                    {"working_set_bytes", w.working_set},
+                    {"output_phase_bytes", w.output_phase},
+                    {"step_peak_bytes", w.step_peak},
+                    {"note",
+                     "predicted by the analytic model for the run's case (worst stage), beside the "
+                     "observed figure"}};
+  return records::enveloped(records::kind::measurement, j);
+}
+
+}  // namespace headroom::calibrate

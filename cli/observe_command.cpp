@@ -1,0 +1,112 @@
+// observe_command.cpp: `headroom observe` (see observe_command.hpp). Parsing and printing only: the table
+// and the records are calibrate/observations.cpp's; each row's problem is parsed by `headroom plan`'s own
+// options (plan_command.hpp), so a row says what a plan command line says.
+#include "observe_command.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include "calibrate/observations.hpp"
+#include "exit_codes.hpp"
+#include "plan_command.hpp"
+#include "planner/errors.hpp"
+#include "planner/estimate.hpp"
+#include "planner/format.hpp"
+#include "planner/model_files.hpp"
+#include "planner/problem_json.hpp"
+#include "probes/io/results_file.hpp"
+#include "record_files.hpp"
+
+namespace headroom::cli {
+
+CLI::App* add_observe_command(CLI::App& app, observe_options& o) {
+  auto* c = app.add_subcommand(
+      "observe",
+      "Turn a table of measured runs (CSV or JSON: problem, figure, value, unit, ...) into records");
+  c->add_option("table", o.table, "RUNS.csv or RUNS.json (docs/calibrating.md)")->required();
+  c->add_option("-o,--out", o.out, "Directory to write one observation record per run into")->required();
+  c->add_flag("--force", o.force, "Replace record files that exist");
+  return c;
+}
+
+namespace {
+
+// Returns the problem and layout of a row given as `headroom plan` flags. Throws bad_input naming the cell.
+std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r, const std::string& origin) {
+  const std::string where = calibrate::cell_where(origin, r.row, "problem");
+  if (!r.problem.is_null()) {
+    if (!r.problem.is_object() || !r.problem.contains("layout"))
+      throw bad_input(where, "a problem object needs model, recipe, training, device and layout");
+    nlohmann::json pj = r.problem;
+    const nlohmann::json lj = pj["layout"];
+    pj.erase("layout");
+    try {
+      problem p = problem_from_json(pj, where);
+      layout l = layout_from_json(lj, where + ".layout");
+      (void)estimate(p, l);  // validates the layout against the model
+      return {p, l};
+    } catch (const bad_input& e) {
+      throw bad_input(where, e.what());
+    }
+  }
+  CLI::App app{"observe row"};
+  plan_options po;
+  add_problem_options(&app, po);
+  try {
+    app.parse(r.flags, false);
+  } catch (const CLI::ParseError& e) {
+    throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200));
+  }
+  try {
+    problem p = problem_from(po);
+    layout l = layout_from(po);
+    (void)estimate(p, l);
+    return {p, l};
+  } catch (const bad_input& e) {
+    throw bad_input(where, e.what());
+  }
+}
+
+}  // namespace
+
+int run_observe(const observe_options& o) {
+  const std::string origin = shown_name(o.table);
+  const std::string text = read_regular_file(o.table, max_json_file_bytes, "a table of runs");
+  const bool is_json = o.table.size() >= 5 && o.table.compare(o.table.size() - 5, 5, ".json") == 0;
+  const auto rows = is_json ? calibrate::observations_from_json(parse_json_text(text, origin), origin)
+                            : calibrate::observations_from_csv(text, origin);
+  const std::string command = "headroom observe " + o.table + " -o " + o.out + (o.force ? " --force" : "");
+  // Every row is read and predicted before anything is written: one bad row, no records.
+  std::vector<std::pair<std::string, std::string>> records;
+  for (const auto& r : rows) {
+    const auto [p, l] = observe_row_case(r, origin);
+    const std::string path = (std::filesystem::path(o.out) / (r.name + ".json")).string();
+    for (const auto& [other, _] : records)
+      if (other == path)
+        throw bad_input(calibrate::cell_where(origin, r.row, "name"), "'" + r.name + "' names two runs");
+    records.emplace_back(path, calibrate::observation_record(r, p, l, command).dump(2) + "\n");
+  }
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(o.out, ec);
+  if (existed && !std::filesystem::is_directory(o.out, ec))
+    throw bad_input(in_quotes(o.out), "is not a directory");
+  if (!existed && (!std::filesystem::create_directories(o.out, ec) || ec))
+    throw bad_input(in_quotes(o.out), "cannot be created (" + ec.message() + ")");
+  try {
+    probes::output_set outs(o.force, &std::cout);
+    for (const auto& [path, _] : records) outs.expect(path);
+    for (const auto& [path, doc] : records) outs.add(path, doc);
+    outs.commit();
+  } catch (...) {
+    if (!existed) std::filesystem::remove(o.out, ec);  // the directory this run made, left empty
+    throw;
+  }
+  std::cout << "headroom observe: " << rows.size() << " run(s) from " << printable(origin) << " -> "
+            << printable(o.out) << "\n";
+  for (const auto& r : rows)
+    std::cout << "  " << printable(r.name) << ": " << calibrate::figure_name(r.figure) << " "
+              << gib_text(static_cast<double>(r.bytes)) << " (" << printable(r.as_given, 40) << ")\n";
+  return exit_fits;
+}
+
+}  // namespace headroom::cli

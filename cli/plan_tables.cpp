@@ -1,0 +1,385 @@
+// plan_tables.cpp: what `headroom plan` writes: a plan (text, JSON, CSV), a --suggest ranking and a --min-gpus
+// search (tables.hpp declares them; the shared cells and the table's columns are in tables.cpp).
+#include <algorithm>
+#include <cstdio>
+
+#include "planner/explain.hpp"
+#include "planner/format.hpp"
+#include "planner/problem_json.hpp"
+#include "planner/units.hpp"
+#include "tables.hpp"
+
+namespace headroom::cli {
+
+namespace {
+
+// Returns the axes of a candidate: the layout's, plus " mb=B" when the search chose the micro-batch.
+std::string candidate_axes(const candidate& c, bool micro_batch_searched, const suggestion* across = nullptr) {
+  std::string a = axes_string(c.where);
+  if (micro_batch_searched) a += " mb=" + std::to_string(c.micro_batch);
+  if (across && !across->recipes.empty())
+    a += " " + printable(across->recipes[static_cast<std::size_t>(c.recipe)].name, 40);
+  return a;
+}
+// Returns a search table's axes column width: the reference case's 23, wider when a row's axes (with vpp,
+// the searched micro-batch, the recipe) need it, up to the 27 that keeps the table within 120 columns (rows
+// with longer axes wrap: tables.cpp, write_table_row).
+std::size_t axes_width_of(const suggestion& s) {
+  std::size_t w = 23;
+  for (const auto& c : s.fitting) w = std::max(w, candidate_axes(c, s.micro_batch_searched, &s).size() + 1);
+  return std::min<std::size_t>(w, 27);
+}
+// Returns "micro-batch 1" when fixed, "micro-batch searched (1, 2, 4; global batch 1536)" when searched.
+std::string micro_batch_phrase(const problem& p, const suggestion& s) {
+  if (!s.micro_batch_searched) return "micro-batch " + std::to_string(p.training.micro_batch);
+  std::string v;
+  for (const auto& a : s.space)
+    if (std::string(a.name) == "micro_batch")
+      for (auto b : a.values) v += (v.empty() ? "" : ", ") + std::to_string(b);
+  return "micro-batch searched (" + v + "; global batch " + std::to_string(p.training.global_batch) + ")";
+}
+
+nlohmann::json space_json(const std::vector<search_axis>& space) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& a : space) j.push_back({{"axis", a.name}, {"values", a.values}, {"fixed", a.fixed}});
+  return j;
+}
+nlohmann::json cost_json(const layout_cost& c) {
+  return {{"recompute", c.recompute}, {"bubble", c.bubble},         {"tp_comm", c.tp_comm},
+          {"pp_comm", c.pp_comm},     {"dp_exposed", c.dp_exposed}, {"dp_bytes_per_gpu", c.dp_bytes},
+          {"total", c.total}};
+}
+
+nlohmann::json candidate_json(const problem& p, const candidate& c, const suggestion* across = nullptr) {
+  problem q = p;
+  if (across && !across->recipes.empty()) q.precision = across->recipes[static_cast<std::size_t>(c.recipe)];
+  return {{"layout", layout_to_json(c.where)},
+          {"recipe", q.precision.name},
+          {"micro_batch", c.micro_batch},
+          {"headroom_bytes", c.worst.headroom},
+          {"worst_stage", stage_json(q, c.worst)},
+          {"cost", cost_json(c.cost)},
+          {"tight", c.tight}};
+}
+
+}  // namespace
+
+void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std::int64_t uncertainty) {
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
+  o << "headroom plan: " << printable(p.model.name) << ", " << l.gpus << " GPU" << (l.gpus > 1 ? "s" : "")
+    << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq << ", micro-batch "
+    << p.training.micro_batch << ", " << printable(p.precision.name) << ", "
+    << to_string(p.training.attention) << " attention\n";
+  o << "predicted by the analytic model (not measured); GiB per GPU\n\n";
+  // The axes column widens for a long layout (MoE, vpp) up to the 36 that keeps the table within 120 columns.
+  const std::size_t aw = std::clamp<std::size_t>(axes_string(l).size() + 1, 23, 36);
+  write_table_header(o, p, false, aw);
+  write_table_rule(o, false, aw);
+  const bool peak = write_table_row(o, l, w, nullptr, "", aw);
+  write_table_rule(o, false, aw);
+  write_peak_note(o, peak);
+  o << "\nworst rank: stage " << w.stage << " of " << l.pp << "\n";
+  auto line = [&](const std::string& what, std::int64_t bytes, const std::string& note = "") {
+    o << "  " << pad(what, 34) << gib_cell(bytes, 10) << " GiB" << (note.empty() ? "" : "   " + note) << "\n";
+  };
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i) {
+    const auto& buf = p.precision.buffers[i];
+    line(printable(buf.name, 60), w.buffer_bytes[i],
+         offloaded(buf, l)          ? "in host memory (offloaded)"
+         : l.zero >= buf.shard_from
+             ? "sharded over " + std::to_string(l.shard_degree()) +
+                   (w.expert_params_on_rank ? ", the experts' over " + std::to_string(l.expert_shard_degree()) : "")
+             : "");
+  }
+  if (w.host_offload) line("host memory (offloaded, not counted)", w.host_offload);
+  if (w.transient)
+    line("ZeRO-3 gather transient", w.transient,
+         l.reshard_after_forward
+             ? std::to_string(zero3_units(b.basis.params, l, w.layers / l.vpp)) + " layers in flight"
+             : "every layer kept gathered from forward to backward");
+  line("state", w.state);
+  line("activations", w.activations,
+       std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));
+  line("state + activations", w.state + w.activations);
+  if (p.device.reserve.fixed_only()) {
+    line("reserve", w.reserve, p.device.reserve.source);
+  } else {
+    const auto& r = p.device.reserve;
+    line("reserve", w.reserve,
+         "fixed " + gib_str(r.fixed, 2) + " + " + fixed(r.fragmentation, 4) + " x churn " +
+             gib_str(w.terms().churn(), 2) + " + " + fixed(r.per_token, 1) + " B x " +
+             std::to_string(reserve_tokens(p, l)) + " tokens");
+    o << "  " << pad("", 34) << "           " << r.source << "\n";
+  }
+  line("total", w.total, "state + activations + reserve (the reference total)");
+  o << "  the step peak, with what lies outside the allocator:\n";
+  line("  backward working set, one layer", w.working_set);
+  if (w.output_phase)
+    line("  output phase, " + std::string(to_string(p.training.loss)) + " loss", w.output_phase);
+  line("  step peak", w.step_peak, "persistent + transient + activations + max of the two");
+  line("  fixed overheads", w.fixed_overheads, "context, cuBLAS, NCCL (--fixed-overheads)");
+  line("  step peak + fixed overheads", w.peak_total);
+  line("capacity", w.capacity);
+  o << "  " << pad("headroom", 34) << gib_cell(w.headroom, 10) << " GiB"
+    << (uncertainty > 0 ? " +- " + gib_str(uncertainty, 2) + " GiB (the calibration's)" : "") << " (" 
+    << fixed_width(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 0, 1) << "%)"
+    << (w.peak_decides() ? "   from the step peak + fixed overheads, which decides" : "") << "\n";
+  o << "\n"
+    << (w.fits ? (w.tight() ? "fits, but headroom under 5% is too tight to trust" : "fits") : "does not fit")
+    << "\n";
+  if (l.pp > 1) {
+    o << "\nstage  layers  alive   params    grads   master    optim transient    activ    total  headroom\n";
+    for (const auto& s : b.stages) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%5d %7lld %6lld", s.stage, static_cast<long long>(s.layers),
+                    static_cast<long long>(s.layer_activations));
+      o << buf;
+      for (auto v : {s.params, s.grads, s.master, s.optimizer}) o << " " << num8(v);
+      o << "  " << num8(s.transient) << " " << num8(s.activations) << " " << num8(s.decisive_total())
+        << (s.peak_decides() ? "* " : "  ") << num8(s.headroom) << (s.stage == b.worst ? "  <- worst" : "")
+        << "\n";
+    }
+  }
+}
+
+nlohmann::json plan_json(const problem& p, const breakdown& b) {
+  nlohmann::json j = inputs_json(p, records::kind::plan);
+  j["layout"] = layout_to_json(b.where);
+  j["params"] = {{"total", b.basis.params.total},
+                 {"stated", b.basis.params.stated},
+                 {"per_layer", b.basis.params.per_layer},
+                 {"embedding", b.basis.params.embedding},
+                 {"output", b.basis.params.output}};
+  nlohmann::json ledger = nlohmann::json::array();
+  for (const auto& e : b.basis.ledger)
+    ledger.push_back({{"name", e.name},
+                      {"formula", e.formula},
+                      {"shape", e.shape},
+                      {"dtype_bytes", e.dtype_bytes},
+                      {"bytes", e.bytes},
+                      {"role", e.role == act_role::layer_input      ? "layer_input"
+                               : e.role == act_role::attention_core ? "attention_core"
+                                                                    : "saved"}});
+  j["ledger"] = ledger;
+  j["layer_activation_bytes"] = {{"none", b.basis.per_layer.none},
+                                 {"selective", b.basis.per_layer.selective},
+                                 {"full", b.basis.per_layer.full}};
+  j["microbatches_per_step"] = b.basis.microbatches;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : b.stages) stages.push_back(stage_json(p, s));
+  j["stages"] = stages;
+  j["worst_stage"] = b.worst;
+  j["fits"] = b.fits();
+  j["tight"] = b.worst_stage().tight();
+  j["headroom_bytes"] = b.worst_stage().headroom;
+  return j;
+}
+
+void write_plan_csv(std::ostream& o, const problem& p, const breakdown& b) {
+  o << layout_csv_header << ",recipe," << stage_csv_header << ",worst\n";
+  for (const auto& s : b.stages) {
+    layout_csv(o, p, b.where, p.training.micro_batch);
+    o << ',' << csv_field(p.precision.name) << ',';
+    stage_csv(o, s);
+    o << ',' << (s.stage == b.worst ? "true" : "false") << "\n";
+  }
+}
+
+void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top) {
+  o << "headroom plan --suggest: " << printable(p.model.name) << " on " << s.gpus << " GPUs, seq "
+    << p.training.seq << ", " << micro_batch_phrase(p, s) << ", " << printable(p.precision.name) << "; "
+    << s.evaluated << " layouts evaluated, " << s.fitting.size() << " fit\n";
+  o << "predicted by the analytic model (not measured); GiB per GPU, worst rank; cost = extra step time "
+       "(recompute, bubble, exposed communication)\n\n";
+  const std::size_t aw = axes_width_of(s);
+  write_table_header(o, p, true, aw);
+  write_table_rule(o, true, aw);
+  std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+  bool peak = false;
+  auto row = [&](const candidate& c) {
+    peak =
+        write_table_row(o, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched, &s), aw) || peak;
+  };
+  for (std::size_t i = 0; i < n; ++i) row(s.fitting[i]);
+  // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
+  std::vector<std::string> shown;
+  for (std::size_t i = 0; i < n; ++i) shown.push_back(strategy_name(s.fitting[i].where));
+  bool heading = false;
+  for (std::size_t i = n; i < s.fitting.size(); ++i) {
+    const std::string name = strategy_name(s.fitting[i].where);
+    if (std::find(shown.begin(), shown.end(), name) != shown.end()) continue;
+    shown.push_back(name);
+    if (!heading) o << "best layout of each strategy not shown above:\n";
+    heading = true;
+    row(s.fitting[i]);
+  }
+  write_table_rule(o, true, aw);
+  write_peak_note(o, peak);
+  if (s.fitting.empty()) {
+    o << "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n";  // which applies: the advice
+    o << explain_nothing_fits(p, s);
+    return;
+  }
+  if (n < s.fitting.size())
+    o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
+  const auto& best = s.fitting.front();
+  o << "first: " << strategy_name(best.where) << " (" << candidate_axes(best, s.micro_batch_searched, &s)
+    << "): recompute " << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
+    << pct(best.cost.tp_comm) << ", pp traffic " << pct(best.cost.pp_comm) << ", exposed dp traffic "
+    << pct(best.cost.dp_exposed) << "; headroom " << gib_str(best.worst.headroom) << " GiB ("
+    << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1)
+    << "%)\n";
+  o << "tight = fits with under 5% headroom, too tight to trust; ranked after the rest\n";
+}
+
+nlohmann::json suggest_json(const problem& p, const suggestion& s) {
+  nlohmann::json j = inputs_json(p, records::kind::suggest);
+  j["gpus"] = s.gpus;
+  j["evaluated"] = s.evaluated;
+  j["search_space"] = space_json(s.space);
+  j["bound"] = {{"shardable_bytes_per_param", s.bound.shardable_per_param},
+                {"state_total_bytes", s.bound.state_total},
+                {"state_per_gpu_bytes", s.bound.per_gpu},
+                {"usable_bytes", s.bound.usable},
+                {"proves_nothing_fits", s.bound.impossible}};
+  nlohmann::json f = nlohmann::json::array();
+  for (const auto& c : s.fitting) f.push_back(candidate_json(p, c, &s));
+  j["fitting"] = f;
+  if (!s.recipes.empty()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& r : s.recipes) names.push_back(r.name);
+    j["recipes_searched"] = names;
+  }
+  j["offload_searched"] = s.offload_searched;
+  j["fits"] = !s.fitting.empty();
+  return j;
+}
+
+void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s) {
+  o << "rank," << layout_csv_header << ",recipe," << stage_csv_header
+    << ",cost_total,cost_recompute,cost_bubble,cost_tp_comm,cost_pp_comm,cost_dp_exposed,dp_bytes_per_gpu\n";
+  int rank = 1;
+  for (const auto& c : s.fitting) {
+    o << rank++ << ',';
+    layout_csv(o, p, c.where, c.micro_batch);
+    const std::string& recipe =
+        s.recipes.empty() ? p.precision.name : s.recipes[static_cast<std::size_t>(c.recipe)].name;
+    o << ',' << csv_field(recipe) << ',';
+    stage_csv(o, c.worst);
+    o << ',' << c.cost.total << ',' << c.cost.recompute << ',' << c.cost.bubble << ',' << c.cost.tp_comm
+      << ',' << c.cost.pp_comm << ',' << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes)
+      << "\n";
+  }
+}
+
+void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top) {
+  o << "headroom plan --min-gpus: " << printable(p.model.name) << ", seq " << p.training.seq << ", "
+    << (r.at_min ? micro_batch_phrase(p, *r.at_min) : "micro-batch " + std::to_string(p.training.micro_batch))
+    << ", " << printable(p.precision.name) << " (predicted by the analytic model)\n\n";
+  o << explain_min_gpus(p, r);
+  if (!r.n_min) {
+    o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated
+      << " layouts evaluated)\n";
+    return;
+  }
+  auto show = [&](const char* what, int n, const suggestion& s) {
+    o << "\n"
+      << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
+    const std::size_t aw = axes_width_of(s);
+    write_table_header(o, p, true, aw);
+    write_table_rule(o, true, aw);
+    std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+    bool peak = false;
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto& c = s.fitting[i];
+      peak = write_table_row(o, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched), aw) ||
+             peak;
+    }
+    write_table_rule(o, true, aw);
+    write_peak_note(o, peak);
+  };
+  show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
+  if (r.n_pow2) show("smallest power of two with a fitting layout", *r.n_pow2, *r.at_pow2);
+  o << "\n" << r.evaluated << " layouts evaluated in all\n";
+}
+
+nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
+  nlohmann::json j = inputs_json(p, records::kind::min_gpus);
+  j["activation_room_bound"] = r.activation_room_bound;  // was "seed_bound" before tool version 0.2
+  j["strict_bound"] = r.strict_bound;
+  j["full_recompute_activation_bytes"] = r.full_recompute_activations;
+  j["first_candidate"] = r.first_candidate;
+  if (r.at_min) j["search_space"] = space_json(r.at_min->space);
+  j["min_gpus"] = r.n_min ? nlohmann::json(*r.n_min) : nlohmann::json(nullptr);
+  j["min_gpus_power_of_two"] = r.n_pow2 ? nlohmann::json(*r.n_pow2) : nlohmann::json(nullptr);
+  if (r.at_min && !r.at_min->fitting.empty()) j["best_at_min"] = candidate_json(p, r.at_min->fitting.front());
+  if (r.at_pow2 && !r.at_pow2->fitting.empty())
+    j["best_at_power_of_two"] = candidate_json(p, r.at_pow2->fitting.front());
+  j["evaluated"] = r.evaluated;
+  return j;
+}
+
+void write_max_fit_text(std::ostream& o, const problem& p, const layout& l, const planned_fit& f) {
+  const char* axis = to_string(f.axis);
+  o << "headroom plan --max-fit " << axis << ": " << printable(p.model.name) << ", " << l.gpus << " GPU"
+    << (l.gpus > 1 ? "s" : "") << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq
+    << ", micro-batch " << p.training.micro_batch << ", " << printable(p.precision.name) << "\n";
+  o << "predicted by the analytic model (not measured); the measured answer is `headroom probe max-fit`\n\n";
+  const std::string how = "steps of " + std::to_string(f.step) + ", up to " + std::to_string(f.limit) + ", " +
+                          std::to_string(f.search.trials.size()) + " plans";
+  if (!f.search.largest) {
+    o << "largest " << axis << " that fits: none, not even " << f.step << " (" << how << ")\n";
+  } else {
+    o << "largest " << axis << " that fits: " << *f.search.largest
+      << (f.search.reached_limit ? " or more: the search limit fitted (--max-fit-limit)" : "") << " (" << how
+      << "; now " << f.current << ")\n";
+  }
+  if (f.axis == fit_axis::micro_batch)
+    o << "  the micro-batches per step stay as now: the global batch grows with the micro-batch\n";
+  auto at = [&](const char* what, std::int64_t value, const breakdown& b) {
+    const auto& w = b.worst_stage();
+    o << "  " << what << " " << value << ": " << (w.fits ? (w.tight() ? "fits, tight" : "fits") : "does not fit")
+      << ", " << (w.peak_decides() ? "step peak + fixed overheads " : "state + activations + reserve ")
+      << gib_str(w.decisive_total(), 1) << " GiB of " << gib_str(w.capacity, 1) << " GiB (state "
+      << gib_str(w.state, 1) << ", activations " << gib_str(w.activations, 1) << ", stage " << w.stage << ")\n";
+  };
+  if (f.at_largest) at("at", *f.search.largest, *f.at_largest);
+  if (f.at_next) {
+    const std::int64_t next = f.search.largest ? *f.search.largest + f.step : f.step;
+    at("at", next, *f.at_next);
+    if (!f.breaking_term.empty())
+      o << "  what breaks it: " << f.breaking_term << ", +" << gib_str(f.breaking_growth, 2) << " GiB from "
+        << (f.search.largest ? std::to_string(*f.search.largest) : std::string("-")) << " to " << next << "\n";
+  } else if (!f.next_error.empty()) {
+    o << "  the next step has no plan: " << printable(f.next_error) << "\n";
+  }
+}
+
+nlohmann::json max_fit_json(const problem& p, const layout& l, const planned_fit& f) {
+  nlohmann::json j = inputs_json(p, records::kind::plan_max_fit);
+  j["layout"] = layout_to_json(l);
+  j["axis"] = to_string(f.axis);
+  j["step"] = f.step;
+  j["limit"] = f.limit;
+  j["current"] = f.current;
+  j["largest"] = f.search.largest ? nlohmann::json(*f.search.largest) : nlohmann::json(nullptr);
+  j["reached_limit"] = f.search.reached_limit;
+  if (f.at_largest) j["at_largest"] = stage_json(p, f.at_largest->worst_stage());
+  if (f.at_next) j["at_next"] = stage_json(p, f.at_next->worst_stage());
+  j["breaking_term"] = f.breaking_term.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.breaking_term);
+  j["breaking_growth_bytes"] = f.breaking_growth;
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : f.search.trials) trials.push_back({{"value", t.value}, {"fits", t.fits}, {"detail", t.detail}});
+  j["trials"] = trials;
+  return j;
+}
+
+void write_max_fit_csv(std::ostream& o, const planned_fit& f) {
+  o << "axis,value,fits,detail\n";
+  for (const auto& t : f.search.trials)
+    o << to_string(f.axis) << ',' << t.value << ',' << (t.fits ? "true" : "false") << ',' << csv_field(t.detail)
+      << "\n";
+}
+
+}  // namespace headroom::cli

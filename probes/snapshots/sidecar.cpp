@@ -1,0 +1,145 @@
+// sidecar.cpp: reading the capture sidecar (sidecar.hpp). Its fields are those tools/headroom_capture.py
+// writes (the `sidecar` function there); every one is checked, and the first wrong one is named.
+#include "probes/snapshots/sidecar.hpp"
+
+#include <filesystem>
+
+#include "planner/errors.hpp"
+#include "planner/format.hpp"
+#include "planner/json_fields.hpp"
+#include "planner/model_files.hpp"
+#include "probes/records/measurement_record.hpp"
+
+namespace headroom::probes {
+
+namespace {
+
+constexpr std::uintmax_t sidecar_max_bytes = std::uintmax_t{4} << 20;  // the problem text is at most 1 MiB
+
+// Returns j[key] as an object; throws naming "<origin>: <key>" when missing or not an object.
+const nlohmann::json& sidecar_block(const nlohmann::json& j, const char* key, const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) throw bad_input(origin + ": " + key, "missing, or not an object");
+  return *it;
+}
+
+// Returns j[key] as printable text; "" when absent or null and `nullable`, else refused.
+std::string sidecar_text(const nlohmann::json& j, const char* key, const std::string& where, bool nullable) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (nullable) return "";
+    throw bad_input(where + "." + key, "missing");
+  }
+  if (!it->is_string()) throw bad_input(where + "." + key, "must be a string");
+  const auto& s = it->get_ref<const std::string&>();
+  if (s.size() > 4096) throw bad_input(where + "." + key, "longer than 4096 characters");
+  return printable(s, 4096);
+}
+
+std::int64_t sidecar_bytes(const nlohmann::json& j, const char* key, const std::string& where) {
+  return detail::int_field(j, key, where, 0, max_record_bytes);
+}
+
+}  // namespace
+
+std::string sidecar_path(const std::string& snapshot_path) {
+  return snapshot_path + ".headroom.json";
+}
+
+capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin, const std::string& snapshot_name) {
+  if (!j.is_object()) throw bad_input(origin, "not a JSON object");
+  capture_sidecar c;
+  c.path = origin;
+  const std::string schema = sidecar_text(j, "schema", origin + ": ", false);
+  if (schema != "headroom.capture/1" && schema.rfind("headroom.capture/1.", 0) != 0)
+    throw bad_input(origin + ": schema", "'" + schema + "' is not headroom.capture/1");
+  if (const auto named = sidecar_text(j, "snapshot", origin + ": ", true); !named.empty() && named != snapshot_name)
+    throw bad_input(origin + ": snapshot",
+                    "names '" + named + "', not '" + printable(snapshot_name) + "' beside which it lies");
+  const auto& gpu = sidecar_block(j, "gpu", origin);
+  const std::string g = origin + ": gpu";
+  c.gpu = sidecar_text(gpu, "name", g, false);
+  c.gpu_total_memory = detail::int_field(gpu, "total_memory", g, 1, max_record_bytes);
+  c.gpu_index = static_cast<int>(detail::int_field(gpu, "index", g, 0, 1 << 20));
+  c.driver = sidecar_text(gpu, "driver", g, true);
+  c.driver_from = sidecar_text(gpu, "driver_from", g, true);
+  const auto& sw = sidecar_block(j, "software", origin);
+  c.torch = sidecar_text(sw, "torch", origin + ": software", false);
+  c.cuda_runtime = sidecar_text(sw, "cuda_runtime", origin + ": software", true);
+  c.nccl = sidecar_text(sw, "nccl", origin + ": software", true);
+  c.alloc_conf = sidecar_text(sidecar_block(j, "allocator", origin), "PYTORCH_CUDA_ALLOC_CONF",
+                              origin + ": allocator", false);
+  const auto& pl = sidecar_block(j, "placement", origin);
+  const std::string p = origin + ": placement";
+  c.launcher = sidecar_text(pl, "launcher", p, true);
+  c.rank = static_cast<int>(detail::int_field(pl, "rank", p, 0, 1000000));
+  c.world_size = static_cast<int>(detail::opt_int_field(pl, "world_size", p, 1, 1000000).value_or(1));
+  if (const auto l = detail::opt_int_field(pl, "local_rank", p, 0, 1000000)) c.local_rank = static_cast<int>(*l);
+  if (c.rank >= c.world_size && !c.launcher.empty())
+    throw bad_input(p + ".rank", std::to_string(c.rank) + " is not below world_size " + std::to_string(c.world_size));
+  const auto& peaks = sidecar_block(j, "peaks", origin);
+  c.max_reserved = sidecar_bytes(peaks, "max_memory_reserved", origin + ": peaks");
+  c.max_allocated = sidecar_bytes(peaks, "max_memory_allocated", origin + ": peaks");
+  if (c.max_allocated > c.max_reserved)
+    throw bad_input(origin + ": peaks.max_memory_allocated", "is larger than max_memory_reserved");
+  if (c.max_reserved > c.gpu_total_memory)
+    throw bad_input(origin + ": peaks.max_memory_reserved", "is larger than the GPU's total memory (gpu.total_memory)");
+  const auto& used = sidecar_block(j, "device_used_at_peak", origin);
+  c.device_used_at_peak = sidecar_bytes(used, "bytes", origin + ": device_used_at_peak");
+  c.used_how = sidecar_text(used, "how", origin + ": device_used_at_peak", false);
+  c.outside_allocator = detail::int_field(sidecar_block(j, "at_end", origin), "outside_allocator",
+                                          origin + ": at_end", -max_record_bytes, max_record_bytes);
+  const auto& when = sidecar_block(j, "captured_utc", origin);
+  c.started_utc = sidecar_text(when, "start", origin + ": captured_utc", false);
+  c.ended_utc = sidecar_text(when, "end", origin + ": captured_utc", false);
+  c.ended_by = sidecar_text(j, "ended_by", origin + ": ", true);
+  if (const auto pr = j.find("problem"); pr != j.end() && !pr->is_null()) {
+    if (!pr->is_object()) throw bad_input(origin + ": problem", "must be an object or null");
+    const std::string kind = sidecar_text(*pr, "kind", origin + ": problem", false);
+    if (kind != "file" && kind != "megatron_args")
+      throw bad_input(origin + ": problem.kind", "'" + kind + "' is neither 'file' nor 'megatron_args'");
+    c.problem = *pr;
+  }
+  return c;
+}
+
+std::optional<capture_sidecar> load_sidecar_beside(const std::string& snapshot_path) {
+  const std::string path = sidecar_path(snapshot_path);
+  std::error_code ec;
+  // Absent: no sidecar. Anything else there (unreadable, a directory, a FIFO) is read and refused.
+  if (std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) return std::nullopt;
+  const std::string shown = shown_name(path);
+  const nlohmann::json j = parse_json_text(read_regular_file(path, sidecar_max_bytes, "a capture sidecar"), shown);
+  return parse_sidecar(j, shown, std::filesystem::path(snapshot_path).filename().string());
+}
+
+nlohmann::json sidecar_environment(const capture_sidecar& c) {
+  auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  return {{"from", "capture sidecar " + c.path},
+          {"gpu", c.gpu},
+          {"gpu_total_memory", c.gpu_total_memory},
+          {"gpu_index", c.gpu_index},
+          {"driver", opt(c.driver)},
+          {"driver_from", opt(c.driver_from)},
+          {"cuda_runtime", opt(c.cuda_runtime)},
+          {"nccl", opt(c.nccl)},
+          {"torch", c.torch},
+          {"PYTORCH_CUDA_ALLOC_CONF", c.alloc_conf},
+          {"launcher", opt(c.launcher)},
+          {"rank", c.rank},
+          {"local_rank", c.local_rank ? nlohmann::json(*c.local_rank) : nlohmann::json(nullptr)},
+          {"world_size", c.world_size}};
+}
+
+nlohmann::json sidecar_capture_block(const capture_sidecar& c) {
+  return {{"sidecar", c.path},
+          {"peaks", {{"max_memory_reserved", c.max_reserved}, {"max_memory_allocated", c.max_allocated}}},
+          {"device_used_at_peak", {{"bytes", c.device_used_at_peak}, {"how", c.used_how}}},
+          {"outside_allocator_at_end", c.outside_allocator},
+          {"captured_utc", {{"start", c.started_utc}, {"end", c.ended_utc}}},
+          {"ended_by", c.ended_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.ended_by)},
+          {"problem", c.problem},
+          {"note", "measured by torch.cuda in the captured process (tools/headroom_capture.py)"}};
+}
+
+}  // namespace headroom::probes
