@@ -453,7 +453,9 @@ reserve_model reserve_of(const calibration& c, const std::string& file) {
   r.per_token = c.terms[2].value;
   r.activation_extra = c.activation.value;
   r.source = "calibration " + file + " (" + std::to_string(c.records.size()) + " records" +
-             (c.gpu.empty() ? "" : ", " + c.gpu) + "; fixed includes the margin)";
+             (c.gpu.empty() ? "" : ", " + c.gpu) + "; fixed includes the margin" +
+             (fixed_is_prior(c) ? "; its fixed term is the documented prior: no record held the CUDA context" : "") +
+             ")";
   return r;
 }
 

@@ -63,8 +63,12 @@ std::string calibration_summary(const calibrate::calibration& c, std::size_t rec
   const char* units[] = {"bytes", "bytes per churning byte", "bytes per token"};
   for (int t = 0; t < calibrate::term_count; ++t) {
     char line[200];
-    std::snprintf(line, sizeof line, "  %-14s %16.6g +- %-12.3g %s", calibrate::term_name(t),
-                  c.terms[t].value, c.terms[t].stderr_, units[t]);
+    if (t == 0)  // bytes: read in GiB, as every other figure headroom prints
+      std::snprintf(line, sizeof line, "  %-14s %12.3f GiB +- %-8.3f GiB", calibrate::term_name(t),
+                    c.terms[t].value / (1024.0 * 1024 * 1024), c.terms[t].stderr_ / (1024.0 * 1024 * 1024));
+    else
+      std::snprintf(line, sizeof line, "  %-14s %16.6g +- %-12.3g %s", calibrate::term_name(t),
+                    c.terms[t].value, c.terms[t].stderr_, units[t]);
     s << line << "  (" << printable(c.terms[t].why) << ")\n";
   }
   {

@@ -62,8 +62,6 @@ std::string calibration_lines(const calibrate::calibration& c, const problem& p,
                               const plan_options& o) {
   std::string s = "  calibration " + printable(o.calibration) + ": " + std::to_string(c.records.size()) +
                   " records" + (c.gpu.empty() ? "" : ", " + printable(c.gpu)) + "\n";
-  if (calibrate::fixed_is_prior(c))
-    s += "              its fixed term is the documented prior, not fitted: no record held the CUDA context\n";
   const calibrate::target t{o.target_gpu, o.target_driver, ""};
   std::vector<std::string> outside;
   if (!c.domain.stated) outside = calibrate::mismatches(c, t);  // a file before the domain: what it holds for

@@ -109,7 +109,10 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
     line("reserve", w.reserve,
          "fixed " + gib_str(r.fixed, 2) + " + " + fixed(r.fragmentation, 4) + " x churn " +
              gib_str(w.terms().churn(), 2) + " + " + fixed(r.per_token, 1) + " B x " +
-             std::to_string(reserve_tokens(p, l)) + " tokens");
+             std::to_string(reserve_tokens(p, l)) + " tokens" +
+             (r.activation_extra != 0 ? " + " + fixed(r.activation_extra, 4) + " x activations " +
+                                            gib_str(w.activations, 2)
+                                      : ""));
     o << "  " << pad("", 34) << "           " << r.source << "\n";
   }
   line("total", w.total, "state + activations + reserve (the reference total)");
