@@ -21,6 +21,7 @@
 #include "plan_command.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
+#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "probe_command.hpp"
 #include "probes/cases/gpu_backend.hpp"
@@ -94,6 +95,35 @@ class held_stderr {
   std::stringbuf m_held;
   std::streambuf* m_old;
 };
+
+// Returns " (did you mean 'X'?)" for the first unknown word of a failed parse: an option of the innermost
+// subcommand given (or of any subcommand when none was), or a subcommand; "" when nothing is close
+// (planner/json_fields.hpp, closest_name: within a third of its length).
+std::string did_you_mean(CLI::App& app, int argc, char** argv) {
+  const CLI::App* at = &app;
+  for (const CLI::App* sub = &app; sub;) {  // the innermost subcommand parsed
+    at = sub;
+    const auto parsed = sub->get_subcommands();
+    sub = parsed.empty() ? nullptr : parsed.front();
+  }
+  std::vector<std::string> options, subcommands;
+  for (const CLI::Option* opt : at->get_options())
+    for (const auto& name : opt->get_lnames()) options.push_back("--" + name);
+  for (const CLI::App* sub : at->get_subcommands({})) subcommands.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind("--", 0) == 0) {
+      const std::string name = word.substr(0, word.find('='));
+      if (std::find(options.begin(), options.end(), name) != options.end()) continue;
+      const std::string best = detail::closest_name(name, options);
+      if (!best.empty()) return " (did you mean '" + best + "'?)";
+    } else if (!subcommands.empty() && word[0] != '-') {
+      const std::string best = detail::closest_name(word, subcommands);
+      if (!best.empty() && best != word) return " (did you mean '" + best + "'?)";
+    }
+  }
+  return "";
+}
 
 // The subcommands, as main() registered them.
 struct commands {
@@ -238,7 +268,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return checked_stdout(app.exit(e));
   } catch (const CLI::ParseError& e) {
-    std::cerr << one_line(std::string("headroom: ") + e.what() + " (run with --help for usage)") << "\n";
+    std::cerr << one_line(std::string("headroom: ") + e.what() + did_you_mean(app, argc, argv) +
+                          " (run with --help for usage)")
+              << "\n";
     return exit_bad_input;
   }
   return run_command(c, o);

@@ -125,14 +125,14 @@ void write_presets(std::ostream& o, bool json) {
                       {"hidden", m.hidden},
                       {"heads", m.heads},
                       {"seq", m.seq},
-                      {"kind", "dense"},
+                      {"kind", m.moe.enabled() ? "moe" : "dense"},
                       {"source", m.source}});
       continue;
     }
     std::snprintf(line, sizeof line, "%-18s %9sB %7lld %7lld %6lld %7lld  %-6s %s\n", printable(name, 18).c_str(),
                   fixed(static_cast<double>(params) / 1e9, 2).c_str(), static_cast<long long>(m.layers),
                   static_cast<long long>(m.hidden), static_cast<long long>(m.heads), static_cast<long long>(m.seq),
-                  "dense", printable(m.source, 120).c_str());
+                  m.moe.enabled() ? "MoE" : "dense", printable(m.source, 120).c_str());
     o << line;
   }
   if (json) o << nlohmann::json{{"tool", "headroom"}, {"tool_version", records::tool_version()}, {"presets", list}}.dump(2) << "\n";

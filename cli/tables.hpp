@@ -75,8 +75,8 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r);
 // `headroom recipes`: every built-in recipe, its buffers, and the bytes per parameter each ZeRO stage leaves
 // on a GPU ("4 + 12/d": unsharded bytes + sharded bytes over d ranks).
 void write_recipes(std::ostream& o, bool json = false);
-// Writes every model preset (presets/): name, parameters, layers, hidden, heads, sequence, kind (dense: the
-// only kind this version models) and source, as a table or as JSON (an array under the envelope).
+// Writes every model preset (presets/): name, parameters, layers, hidden, heads, sequence, kind (dense or
+// MoE) and source, as a table or as JSON (an array under the envelope).
 void write_presets(std::ostream& o, bool json = false);
 
 // Returns the start of a predicted document of kind `k`: the envelope (probes/records/envelope.hpp),

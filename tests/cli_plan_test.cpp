@@ -137,4 +137,23 @@ TEST(PlanCli, ExplainCoversEveryStageThatCanBeTheWorst) {
   EXPECT_NE(r.out.find("not calibrated"), std::string::npos);
 }
 
+// A mistyped subcommand or option is named with its nearest spelling, on the one error line.
+TEST(PlanCli, TyposGetDidYouMean) {
+  const auto sub = run("plam --preset llama3-8b");
+  EXPECT_EQ(sub.status, 2);
+  EXPECT_NE(sub.err.find("did you mean 'plan'?"), std::string::npos) << sub.err;
+  const auto nested = run("probe replai");
+  EXPECT_NE(nested.err.find("did you mean 'replay'?"), std::string::npos) << nested.err;
+  const auto opt = run("plan --preset llama3-8b --gpus 8 --tpp 2");
+  EXPECT_EQ(opt.status, 2);
+  EXPECT_NE(opt.err.find("did you mean '--tp'?"), std::string::npos) << opt.err;
+  EXPECT_EQ(lines(opt.err), 1);
+  EXPECT_EQ(run("plan --preset llama3-8b --gpus 8 --zzzzzzzz 2").err.find("did you mean"), std::string::npos);
+  // presets say which are mixtures of experts.
+  const auto presets = nlohmann::json::parse(run("presets --json").out);
+  int moe = 0;
+  for (const auto& p : presets["presets"]) moe += p["kind"] == "moe";
+  EXPECT_GE(moe, 6);
+}
+
 }  // namespace
