@@ -113,7 +113,7 @@ TEST(Observe, RecordReadsBackAsAnObservation) {
   EXPECT_EQ(r.driver, "550.90.07");
   ASSERT_TRUE(r.where);
   EXPECT_EQ(r.where->gpus, 8);
-  const auto& w = estimate(p, l).worst_stage();
+  const auto w = estimate(p, l).worst_stage();  // a copy: the breakdown is a temporary
   EXPECT_EQ(r.activations, w.activations);
   EXPECT_EQ(r.persistent, w.persistent);
   // A figure of another kind is refused when read back.
@@ -275,7 +275,7 @@ measurement_record observe_cs336_snapshot(std::int64_t seq, std::int64_t reserve
   r.measured = true;
   r.inputs = observe_cs336(seq);
   r.where = test::make_layout(1, 0, recompute_mode::none);
-  const auto& w = estimate(*r.inputs, *r.where).worst_stage();
+  const auto w = estimate(*r.inputs, *r.where).worst_stage();  // a copy: the breakdown is a temporary
   r.persistent = w.persistent;
   r.transient = w.transient;
   r.activations = w.activations;
