@@ -37,13 +37,14 @@ void state_levers(const problem& p, const search_axes& axes, int gpus, std::vect
                   "): parameters and gradients are sharded too");
 }
 
-// The smallest GPU count with a fitting layout, as a lever.
-std::string gpu_lever(const problem& p, const search_axes& axes, const cost_model& costs, int max_gpus) {
+// The smallest GPU count with a fitting layout, as a lever (searching on `gpus` now).
+std::string gpu_lever(const problem& p, const search_axes& axes, const cost_model& costs, int max_gpus, int gpus) {
   const min_gpus_result r = min_gpus(layout_search(p, axes, costs), max_gpus);
   if (!r.n_min)
     return "more GPUs alone do not help: no count up to " + std::to_string(max_gpus) +
            " has a fitting layout with these settings";
-  return "more GPUs: the smallest count with a fitting layout is " + std::to_string(*r.n_min) +
+  return std::string(*r.n_min > gpus ? "more GPUs" : "another GPU count") +
+         ": the smallest count with a fitting layout is " + std::to_string(*r.n_min) +
          (r.n_pow2 && *r.n_pow2 != *r.n_min ? " (power of two: " + std::to_string(*r.n_pow2) + ")" : "") +
          " (--min-gpus)";
 }
@@ -71,8 +72,15 @@ advice advise_search(const problem& p, const search_axes& axes, const cost_model
     a.why = "state alone, " + gib_text(b.per_gpu) + " per GPU at best on " + std::to_string(s.gpus) +
             " GPUs, exceeds the " + gib_text(b.usable) + " the GPU leaves after the reserve, so a shorter sequence "
             "or a smaller micro-batch cannot help";
-    a.levers.push_back(gpu_lever(p, axes, costs, max_gpus));
+    a.levers.push_back(gpu_lever(p, axes, costs, max_gpus, s.gpus));
     state_levers(p, axes, s.gpus, a.levers);
+    return a;
+  }
+  if (s.evaluated == 0) {  // nothing to weigh: the fixed axes leave no valid layout on this count
+    a.bound_by = "layout";
+    a.why = "no layout is valid on " + std::to_string(s.gpus) + " GPUs with the axes the command line fixes";
+    a.levers.push_back("fix fewer axes (drop --tp, --pp, --cp, --ep), or a GPU count that tp x pp x cp divides");
+    a.levers.push_back(gpu_lever(p, axes, costs, max_gpus, s.gpus));
     return a;
   }
   a.bound_by = "activations";
@@ -92,7 +100,7 @@ advice advise_search(const problem& p, const search_axes& axes, const cost_model
     q.training.micro_batch = s.smallest->micro_batch;
     if (const std::string l = sequence_lever(q, s.smallest->where); !l.empty()) a.levers.push_back(l);
   }
-  a.levers.push_back(gpu_lever(p, axes, costs, max_gpus));
+  a.levers.push_back(gpu_lever(p, axes, costs, max_gpus, s.gpus));
   return a;
 }
 

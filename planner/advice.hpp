@@ -17,7 +17,7 @@
 namespace headroom {
 
 struct advice {
-  std::string bound_by;             // "state" or "activations"
+  std::string bound_by;             // "state", "activations", or "layout" (no valid layout to weigh)
   std::string why;                  // one line: the figures that say so
   std::vector<std::string> levers;  // what would help, each with its checked figure, most effective first
 };

@@ -112,6 +112,10 @@ TEST(PlanCli, AdviceFollowsTheProof) {
   EXPECT_NE(a.out.find("full recomputation"), std::string::npos);
   EXPECT_NE(a.out.find("context parallelism"), std::string::npos);
   EXPECT_EQ(a.out.find("8-bit optimizer"), std::string::npos);
+  // No valid layout at all (tp 4 does not divide 6 GPUs): neither state nor activations is blamed.
+  const auto none = run("plan --preset llama3-8b --gpus 6 --tp 4 --suggest");
+  EXPECT_NE(none.out.find("bound by layout"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("bound by activations"), std::string::npos);
 }
 
 TEST(PlanCli, SuggestSearchesOffloadAndRecipesWhenAskedWithinTheTableWidth) {
