@@ -470,6 +470,9 @@ int run_plan(const plan_options& options) {
   if (o.suggest && o.min_gpus) throw bad_input("plan", "choose one of --suggest and --min-gpus");
   if (!o.max_fit.empty() && (o.suggest || o.min_gpus))
     throw bad_input("max-fit", "answers for one layout: give --gpus and its axes, not --suggest or --min-gpus");
+  if (!o.max_fit.empty() && o.explain)
+    throw bad_input("explain", "derives one plan; with --max-fit, run plan --explain at the value it names");
+  if (o.max_fit.empty() && given(o, "--max-fit-limit")) throw bad_input("max-fit-limit", "applies to --max-fit");
   if (!o.suggest && (o.allow_offload || !o.recipes.empty()))
     throw bad_input(o.allow_offload ? "allow-offload" : "recipes", "applies to --suggest (one layout names its own)");
   if (o.max_gpus <= 0 || o.max_gpus > max_gpus)

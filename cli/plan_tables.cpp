@@ -324,8 +324,8 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
 }
 
 void write_max_fit_text(std::ostream& o, const problem& p, const layout& l, const planned_fit& f) {
-  const char* axis = to_string(f.axis);
-  o << "headroom plan --max-fit " << axis << ": " << printable(p.model.name) << ", " << l.gpus << " GPU"
+  const char* axis = f.axis == fit_axis::layers ? "layer count" : to_string(f.axis);
+  o << "headroom plan --max-fit " << to_string(f.axis) << ": " << printable(p.model.name) << ", " << l.gpus << " GPU"
     << (l.gpus > 1 ? "s" : "") << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq
     << ", micro-batch " << p.training.micro_batch << ", " << printable(p.precision.name) << "\n";
   o << "predicted by the analytic model (not measured); the measured answer is `headroom probe max-fit`\n\n";
