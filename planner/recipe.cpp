@@ -46,7 +46,8 @@ const char* to_string(buffer_kind k) {
 std::vector<std::string> builtin_recipes() {
   return {"bf16-adam",     "fp32-adam",        "fp16-adam",      "bf16-adam-fp32-grads",
           "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16",
-          "megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments"};
+          "megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments",
+          "megatron-distopt-bf16-grads"};
 }
 
 namespace {
@@ -74,6 +75,21 @@ recipe megatron_variant(const std::string& name) {
     if (gather) r.other_only = 1u << 1;          // the bf16 remainder
     return r;
   }
+  if (name == "megatron-distopt-bf16-grads")
+    // --grad-reduce-in-bf16 under the distributed optimizer: the DDP grad buffer takes the parameters' dtype
+    // (bf16, 2 bytes, unsharded), and before the step each rank casts its shard to fp32 for the optimizer
+    // (megatron/core/optimizer/distrib_optimizer.py, _copy_model_grads_to_main_grads:
+    // `shard_main_param.grad = shard_model_grad.float()`, a copy when the buffer is bf16 and the same tensor
+    // when it is fp32). That shard lives from the cast until the next zero_grad; counted as state
+    // (conservative by at most 4/d bytes outside the optimizer step). 4 + 16/d bytes per parameter.
+    return {name,
+            {{"bf16 parameters", k::params, 2, 4},
+             {"bf16 main gradients (unsharded)", k::grads, 2, 4},
+             {"fp32 gradient shard (optimizer step)", k::grads, 4, 1},
+             {"fp32 master weights", k::master, 4, 1},
+             {"Adam m (fp32)", k::optimizer, 4, 1},
+             {"Adam v (fp32)", k::optimizer, 4, 1}},
+            2, 0, 0, 0, false};
   if (name == "megatron-distopt-bf16-moments")
     // Megatron's precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16
     // --exp-avg-sq-dtype bf16; megatron/core/transformer/moe/README.md l.364): Adam's moments in bf16.

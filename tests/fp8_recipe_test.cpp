@@ -55,8 +55,22 @@ TEST(Fp8Recipes, PrecisionAwareOptimizerHalvesTheMoments) {
   EXPECT_EQ(bf16.stages[0].master, fp32.stages[0].master);
 }
 
+// --grad-reduce-in-bf16: the unsharded grad buffer halves (4 -> 2 bytes per parameter) and each rank gains the
+// fp32 cast of its 1/d shard (distrib_optimizer.py, _copy_model_grads_to_main_grads): 6 + 12/d becomes
+// 4 + 16/d bytes per parameter, by hand on 8 GPUs.
+TEST(Fp8Recipes, Bf16GradReduceHalvesTheGradBufferAndAddsTheShardCast) {
+  const auto fp32 = plan_with("megatron-distopt"), bf16 = plan_with("megatron-distopt-bf16-grads");
+  const std::int64_t n = fp32.stages[0].params_on_rank;
+  EXPECT_EQ(fp32.stages[0].grads, 4 * n);
+  EXPECT_EQ(bf16.stages[0].grads, 2 * n + 4 * n / 8);
+  EXPECT_EQ(bf16.stages[0].master, fp32.stages[0].master);
+  EXPECT_EQ(bf16.stages[0].optimizer, fp32.stages[0].optimizer);
+  EXPECT_EQ(load_recipe("megatron-distopt-bf16-grads").bytes_per_param(), 20);
+}
+
 TEST(Fp8Recipes, DistributedOptimizerVariantsRunAtZeroOne) {
-  for (const char* name : {"megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments"}) {
+  for (const char* name : {"megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments",
+                           "megatron-distopt-bf16-grads"}) {
     const recipe r = load_recipe(name);
     EXPECT_EQ(r.lowest_zero(), 1) << name;
     EXPECT_EQ(r.highest_zero(), 1) << name;

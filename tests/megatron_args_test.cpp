@@ -248,6 +248,20 @@ TEST(MegatronArgs, Llama3Fp8ExampleScript) {
   EXPECT_EQ(l.dp, 8);
 }
 
+// --grad-reduce-in-bf16 under the distributed optimizer is its own recipe, not an unmodelled flag; with FP8
+// it stays unmodelled (the FP8 recipes keep fp32 main gradients).
+TEST(MegatronArgs, GradReduceInBf16WithTheDistributedOptimizer) {
+  const std::string base =
+      "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings "
+      "4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 --use-distributed-optimizer "
+      "--grad-reduce-in-bf16 ";
+  auto l = import_megatron_args(base, "test");
+  EXPECT_EQ(l.recipe, "megatron-distopt-bf16-grads");
+  EXPECT_FALSE(contains(l.unmodelled, "--grad-reduce-in-bf16"));
+  l = import_megatron_args(base + "--fp8-format hybrid", "test");
+  EXPECT_TRUE(contains(l.unmodelled, "--grad-reduce-in-bf16"));
+}
+
 // ModelZoo's DeepSeek-V3 layouts (best_practice/deepseek-v3/run_deepseek_v3_h100.sh @ e8650517, PP=8 VPP=4).
 TEST(MegatronArgs, PipelineLayoutStrings) {
   const std::string model =

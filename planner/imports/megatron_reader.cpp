@@ -304,7 +304,14 @@ void megatron_reader::read_precision() {
            "fp32 master and Adam states (6 + 12/d bytes); ZeRO stage 1");
     if (!bf16 && !fp16)
       unmodelled("--use-distributed-optimizer", "fp32 parameters: priced with bf16 parameters");
-    if (has("--grad-reduce-in-bf16")) unmodelled("--grad-reduce-in-bf16", "bf16 main gradients; priced fp32");
+    if (has("--grad-reduce-in-bf16") && bf16 && !has("--fp8-format")) {
+      m_out.recipe = "megatron-distopt-bf16-grads";
+      derive("recipe", "megatron-distopt-bf16-grads",
+             "--grad-reduce-in-bf16 with the distributed optimizer: a bf16 grad buffer (2 bytes, unsharded) and "
+             "the fp32 cast of each rank's shard for the step (4 + 16/d bytes)");
+    } else if (has("--grad-reduce-in-bf16")) {
+      unmodelled("--grad-reduce-in-bf16", "bf16 main gradients with FP8 or without --bf16; priced fp32");
+    }
   } else {
     m_out.zero = 0;
     // bf16 accumulates and all-reduces gradients in fp32 unless --grad-reduce-in-bf16 (l.1205-1216).
