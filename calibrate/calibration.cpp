@@ -422,6 +422,14 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       c.records.push_back(o);
     }
     // From headroom.calibration/1.2: the activation factor and the domain (older files: 0 and not stated).
+    // A file that says 1.2 or later holds both as objects; anything else is refused, not read as absent.
+    const auto version = records::parse(j.value("schema", std::string()));
+    const bool from_1_2 = version && (version->major > 1 || version->minor >= 2);
+    for (const char* key : {"activation_extra", "domain"}) {
+      const auto it = j.find(key);
+      if ((it != j.end() && !it->is_object()) || (it == j.end() && from_1_2))
+        throw bad_input(origin, std::string(key) + " must be an object (headroom.calibration/1.2 writes it)");
+    }
     if (const auto a = j.find("activation_extra"); a != j.end() && a->is_object()) {
       c.activation.value = a->at("value").get<double>();
       c.activation.stderr_ = a->value("stderr", 0.0);
@@ -429,9 +437,9 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       c.activation.why = a->value("why", "");
       if (a->contains("implementation") && (*a)["implementation"].is_string())
         c.activation_implementation = (*a)["implementation"].get<std::string>();
-      if (!std::isfinite(c.activation.value) || std::fabs(c.activation.value) > 100 ||
+      if (!std::isfinite(c.activation.value) || c.activation.value < -0.9 || c.activation.value > 100 ||
           !std::isfinite(c.activation.stderr_) || c.activation.stderr_ < 0 || c.activation.stderr_ > 100)
-        throw bad_input(origin, "activation_extra must be a finite factor within +-100");
+        throw bad_input(origin, "activation_extra must be a finite factor between -0.9 and 100");
     }
     if (const auto d = j.find("domain"); d != j.end() && d->is_object()) c.domain = domain_from(*d);
     if (j.contains("worst_residual")) {

@@ -210,8 +210,20 @@ comparison compare(const std::vector<probes::measurement_record>& baseline,
   c.new_environments = cmp_environments(fresh);
   c.environment_changes = cmp_changes(baseline, fresh);
   std::map<std::string, const probes::measurement_record*> old_by, new_by;
-  for (const auto& r : baseline) old_by[case_key(r)] = &r;
-  for (const auto& r : fresh) new_by[case_key(r)] = &r;
+  // One record per case on each side: two records of one case would leave one of them unread (a regression
+  // in it unseen), so they are refused, both named.
+  auto index = [](const std::vector<probes::measurement_record>& set, const char* side,
+                  std::map<std::string, const probes::measurement_record*>& by) {
+    for (const auto& r : set) {
+      const auto [it, added] = by.emplace(case_key(r), &r);
+      if (!added)
+        throw bad_input("compare", std::string("the ") + side + " set holds two records of one case, '" +
+                                       it->second->origin + "' and '" + r.origin +
+                                       "': compare needs one per case on each side (split the set)");
+    }
+  };
+  index(baseline, "baseline", old_by);
+  index(fresh, "new", new_by);
   std::vector<
       std::pair<std::string, std::pair<const probes::measurement_record*, const probes::measurement_record*>>>
       pairs;

@@ -54,6 +54,8 @@ std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r,
   add_problem_options(&app, po);
   try {
     app.parse(r.flags, false);
+  } catch (const CLI::Success&) {  // --help or --version: asks for text, describes no run
+    throw bad_input(where, "--help and --version describe no run: give `headroom plan` flags of the run");
   } catch (const CLI::ParseError& e) {
     throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200));
   }

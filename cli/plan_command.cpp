@@ -168,8 +168,8 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
       ->check(CLI::IsMember({"micro-batch", "seq", "layers"}));
   c->add_option("--max-fit-limit", o.max_fit_limit, "Upper end of the --max-fit search (default: the axis's)");
   c->add_flag("--allow-offload", o.allow_offload,
-              "--suggest / --min-gpus: also search ZeRO-Offload (optimizer state in host memory; slower steps)");
-  c->add_option("--recipes", o.recipes, "--suggest / --min-gpus: search these recipes too, e.g. bf16-adam,bf16-adam8bit")
+              "--suggest: also search ZeRO-Offload (optimizer state in host memory; slower steps)");
+  c->add_option("--recipes", o.recipes, "--suggest: search these recipes too, e.g. bf16-adam,bf16-adam8bit")
       ->delimiter(',');
   c->add_flag("--explain", o.explain, "Derive every figure for this case");
   c->add_flag("--suggest", o.suggest, "Search every layout for N GPUs and rank those that fit");
@@ -424,7 +424,8 @@ int run_suggest(plan_run& r) {
 // plan --max-fit AXIS: the planner's largest value for the layout the options give.
 int run_plan_max_fit(plan_run& r) {
   const layout l = layout_from(r.o);
-  if (r.o.max_fit_limit < 0) throw bad_input("max-fit-limit", "must be positive");
+  if (r.o.max_fit_limit < 0 || (given(r.o, "--max-fit-limit") && r.o.max_fit_limit == 0))
+    throw bad_input("max-fit-limit", "must be positive (leave it out for the axis's default)");
   const planned_fit f = plan_max_fit(r.p, l, fit_axis_from(r.o.max_fit), r.o.max_fit_limit);
   if (!r.json_path.empty()) r.outs.add(r.json_path, max_fit_json(r.p, l, f).dump(2) + "\n");
   if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_max_fit_csv(out, f); });

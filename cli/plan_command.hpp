@@ -61,8 +61,8 @@ struct plan_options {
   bool explain = false, suggest = false, min_gpus = false;
   std::string max_fit;                  // --max-fit micro-batch|seq|layers: the planner's largest value
   std::int64_t max_fit_limit = 0;       // 0: the axis's default (planner/max_fit.hpp)
-  bool allow_offload = false;           // --suggest / --min-gpus also search optimizer offload
-  std::vector<std::string> recipes;     // --suggest / --min-gpus: the recipes searched (default: --recipe)
+  bool allow_offload = false;           // --suggest also searches optimizer offload
+  std::vector<std::string> recipes;     // --suggest: the recipes searched (default: --recipe)
   std::int64_t top = 20;
   int max_gpus = 16384;
   cost_model costs;

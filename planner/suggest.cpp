@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "errors.hpp"
+#include "problem_json.hpp"
 #include "schedule.hpp"
 
 namespace headroom {
@@ -311,9 +312,14 @@ bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
 suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
                           const std::vector<recipe>& recipes, bool allow_offload) {
   std::vector<recipe> searched{p.precision};
-  for (const auto& r : recipes)
-    if (std::none_of(searched.begin(), searched.end(), [&](const recipe& s) { return s.name == r.name; }))
+  for (const auto& r : recipes) {
+    if (r.name.empty()) throw bad_input("recipes", "a recipe without a name cannot be told apart in the ranking");
+    const auto same = std::find_if(searched.begin(), searched.end(), [&](const recipe& s) { return s.name == r.name; });
+    if (same == searched.end())
       searched.push_back(r);
+    else if (recipe_to_json(*same) != recipe_to_json(r))  // one name, two recipes: never drop one silently
+      throw bad_input("recipes", "two different recipes are named '" + r.name + "': rename one");
+  }
   std::vector<bool> offloads{axes.offload_optimizer};
   if (allow_offload && !axes.offload_optimizer) offloads.push_back(true);
   suggestion all;

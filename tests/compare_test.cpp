@@ -3,6 +3,7 @@
 // `headroom snapshot FILE --json` makes them), the second with a planted regression and a new driver; the
 // expected verdicts come from what was planted, not from the comparison.
 #include "calibrate/compare.hpp"
+#include "planner/errors.hpp"
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,23 @@ TEST(Compare, FlagsExactlyThePlantedRegressions) {
 }
 
 // A figure that shrank beyond the tolerance is listed as improved, and is not a regression.
+// Two records of one case on a side: one of them would go unread (a regression in it unseen), so the set is
+// refused, naming both.
+TEST(Compare, TwoRecordsOfOneCaseAreRefusedNotCollapsed) {
+  std::vector<measurement_record> base = {simple("gpt3-1.3b", 40 * gib, 0.10)};
+  auto twice = base;
+  twice.push_back(base[0]);
+  twice[0].origin = "a.json";
+  twice[1].origin = "b.json";
+  twice[1].peak_reserved *= 2;
+  try {
+    (void)compare(base, twice, {});
+    ADD_FAILURE() << "two records of one case were compared";
+  } catch (const bad_input& e) {
+    EXPECT_NE(std::string(e.what()).find("'a.json' and 'b.json'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Compare, AShrunkFigureIsImprovedNotARegression) {
   const std::vector<measurement_record> base = {simple("gpt3-1.3b", 40 * gib, 0.10)};
   auto fresh = base;

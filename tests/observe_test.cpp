@@ -211,6 +211,9 @@ TEST(Observe, DomainIsRecordedAndChecked) {
   auto old = to_json(c);
   old.erase("domain");
   old.erase("activation_extra");
+  // A file that says 1.2 must hold both; one written before 1.2 reads without them.
+  EXPECT_THROW(calibration_from_json(old, "old.json"), bad_input);
+  old["schema"] = "headroom.calibration/1.1";
   const calibration o = calibration_from_json(old, "old.json");
   EXPECT_FALSE(o.domain.stated);
   EXPECT_EQ(
