@@ -51,9 +51,8 @@ void BM_EvaluateLayout(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateLayout);
 
-void BM_Suggest(benchmark::State& state) {
-  const problem p = one_trillion();
-  const layout_search search(p, {}, {});
+// Times search.suggest(N = the benchmark's argument); the items are the layouts evaluated.
+void time_suggest(benchmark::State& state, const layout_search& search) {
   std::int64_t evaluated = 0;
   for (auto _ : state) {
     auto s = search.suggest(static_cast<int>(state.range(0)));
@@ -61,6 +60,10 @@ void BM_Suggest(benchmark::State& state) {
     benchmark::DoNotOptimize(s);
   }
   state.SetItemsProcessed(evaluated);
+}
+
+void BM_Suggest(benchmark::State& state) {
+  time_suggest(state, layout_search(one_trillion(), {}, {}));
 }
 BENCHMARK(BM_Suggest)->Arg(512)->Arg(4096)->Unit(benchmark::kMillisecond);
 
@@ -76,14 +79,7 @@ void BM_SuggestMoe(benchmark::State& state) {
   p.device.capacity = 80LL << 30;
   search_axes axes;
   axes.zero = 1;
-  const layout_search search(p, axes, {});
-  std::int64_t evaluated = 0;
-  for (auto _ : state) {
-    auto s = search.suggest(static_cast<int>(state.range(0)));
-    evaluated += s.evaluated;
-    benchmark::DoNotOptimize(s);
-  }
-  state.SetItemsProcessed(evaluated);
+  time_suggest(state, layout_search(p, axes, {}));
 }
 BENCHMARK(BM_SuggestMoe)->Arg(1024)->Unit(benchmark::kMillisecond);
 

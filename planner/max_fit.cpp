@@ -127,7 +127,8 @@ problem trial_problem(const problem& p, const layout& l, fit_axis a, std::int64_
   return q;
 }
 
-// Returns the plan at `value`, or nullopt with `why` when that size has none (it overflows, say).
+}  // namespace
+
 std::optional<breakdown> plan_at(const problem& p, const layout& l, std::string& why) {
   try {
     return estimate(p, l);
@@ -136,8 +137,6 @@ std::optional<breakdown> plan_at(const problem& p, const layout& l, std::string&
     return std::nullopt;
   }
 }
-
-}  // namespace
 
 planned_fit plan_max_fit(const problem& p, const layout& l, fit_axis axis, std::int64_t limit) {
   validate(p, l);

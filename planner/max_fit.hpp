@@ -49,6 +49,10 @@ struct fit_search {
 fit_search search_largest(std::int64_t step, std::int64_t limit,
                           const std::function<fit_trial(std::int64_t)>& trial);
 
+// Returns the plan of `p` on `l`, or nullopt with `why` set when that size has none (a value that overflows,
+// say): a search's trial, where a size without a plan does not fit rather than ending the search.
+std::optional<breakdown> plan_at(const problem& p, const layout& l, std::string& why);
+
 // The planner's answer for one axis of one layout.
 struct planned_fit {
   fit_axis axis = fit_axis::micro_batch;

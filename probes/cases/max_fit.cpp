@@ -8,19 +8,6 @@
 
 namespace headroom::probes {
 
-namespace {
-
-// Returns the breakdown of `p` at `l`, or the reason there is none (a size that overflows, say).
-std::optional<breakdown> try_estimate(const problem& p, const layout& l, std::string& why) {
-  try {
-    return estimate(p, l);
-  } catch (const bad_input& e) {
-    why = e.what();
-    return std::nullopt;
-  }
-}
-
-}  // namespace
 
 max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max_fit_options& o) {
   validate(p, l);
@@ -35,14 +22,14 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
 
   r.predicted_verdict = search_largest(r.step, r.limit, [&](std::int64_t v) {
     std::string why;
-    const auto b = try_estimate(with_fit_value(p, o.axis, v), l, why);
+    const auto b = plan_at(with_fit_value(p, o.axis, v), l, why);
     if (!b) return fit_trial{v, false, why};
     return fit_trial{v, b->fits(),
                      "decisive total " + gib_str(b->worst_stage().decisive_total(), 1) + " GiB"};
   });
   r.predicted_peak = search_largest(r.step, r.limit, [&](std::int64_t v) {
     std::string why;
-    const auto b = try_estimate(with_fit_value(p, o.axis, v), l, why);
+    const auto b = plan_at(with_fit_value(p, o.axis, v), l, why);
     if (!b) return fit_trial{v, false, why};
     std::int64_t peak = 0;
     for (const auto& s : b->stages) peak = std::max(peak, s.step_peak);
@@ -52,7 +39,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
   r.replayed = search_largest(r.step, r.limit, [&](std::int64_t v) {
     const problem pv = with_fit_value(p, o.axis, v);
     std::string why;
-    const auto b = try_estimate(pv, l, why);
+    const auto b = plan_at(pv, l, why);
     if (!b) return fit_trial{v, false, why};
     const int stage = o.stage ? *o.stage : b->worst;
     if (stage < 0 || stage >= l.pp)

@@ -71,8 +71,7 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
         throw bad_input(s.origin, "device_traces[" + std::to_string(device) + "][" + std::to_string(i) +
                                       "] allocates address " + std::to_string(e.addr) + " twice");
       add_alloc(e.addr, e.size, e.stream, names.top(e.frames), i);
-    } else if ((e.action == snap_action::free_completed && completions) ||
-               (e.action == snap_action::free_requested && !completions)) {
+    } else if (ends_life(e, completions)) {
       auto it = live.find(e.addr);
       if (it == live.end()) continue;  // a block of the window before this one: not allocated in the trace
       trace_event f;

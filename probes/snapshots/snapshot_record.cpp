@@ -87,18 +87,11 @@ struct view_walk {
       }
       case snap_action::free_completed:
       case snap_action::free_requested:
-        if ((e.action == snap_action::free_completed) == completions)
+        if (ends_life(e, completions))
           if (auto it = live.find(e.addr); it != live.end()) drop(it);
         break;
-      case snap_action::segment_alloc:
-      case snap_action::segment_map:
-        reserved += e.size;
-        break;
-      case snap_action::segment_free:
-      case snap_action::segment_unmap:
-        reserved -= e.size;
-        break;
       default:
+        reserved += reserved_change(e);
         break;
     }
     return SIZE_MAX;

@@ -15,12 +15,6 @@ namespace {
 
 using namespace snapshot_window;
 
-// Whether event `e` is the free that ends a block's life in this trace (the completion when recorded).
-bool ends_life(const snap_event& e, bool completions) {
-  return (e.action == snap_action::free_completed && completions) ||
-         (e.action == snap_action::free_requested && !completions);
-}
-
 // The requested and reserved curves over the trace (alloc adds, the ending free subtracts), starting from
 // what was alive and held before the window; fills the peaks, the out-of-memory events and the
 // empty_cache count of `d`.
@@ -51,18 +45,11 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
           }
         }
         break;
-      case snap_action::segment_alloc:
-      case snap_action::segment_map:
-        reserved += e.size;
-        break;
-      case snap_action::segment_free:
-      case snap_action::segment_unmap:
-        reserved -= e.size;
-        break;
       case snap_action::oom:
         d.ooms.push_back({i, e.size, e.device_free, names.top(e.frames)});
         break;
       default:
+        reserved += reserved_change(e);
         break;
     }
     if (requested > d.peak_requested) {

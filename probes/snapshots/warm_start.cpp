@@ -41,7 +41,7 @@ std::string undo_window(const std::vector<snap_event>& ev, segment_map& segs, bl
       }
       case snap_action::free_requested:
       case snap_action::free_completed:
-        if ((e.action == snap_action::free_completed) != completions) break;
+        if (!ends_life(e, completions)) break;
         if (blocks.count(e.addr))
           return at(k) + "frees " + std::to_string(e.addr) + ", which is alive after it";
         if (e.size <= 0) return at(k) + "frees a block of " + std::to_string(e.size) + " bytes";

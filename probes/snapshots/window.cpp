@@ -109,4 +109,22 @@ bool has_completions(const std::vector<snap_event>& ev) {
                      [](const snap_event& e) { return e.action == snap_action::free_completed; });
 }
 
+std::int64_t reserved_change(const snap_event& e) {
+  switch (e.action) {
+    case snap_action::segment_alloc:
+    case snap_action::segment_map:
+      return e.size;
+    case snap_action::segment_free:
+    case snap_action::segment_unmap:
+      return -e.size;
+    default:
+      return 0;
+  }
+}
+
+bool ends_life(const snap_event& e, bool completions) {
+  return (e.action == snap_action::free_completed && completions) ||
+         (e.action == snap_action::free_requested && !completions);
+}
+
 }  // namespace headroom::probes::snapshot_window

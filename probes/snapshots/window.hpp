@@ -44,4 +44,13 @@ bool ends_release_run(const std::vector<snap_event>& ev, std::size_t i, bool max
 // Returns whether the trace records free_completed events (frees then complete there, not at the request).
 bool has_completions(const std::vector<snap_event>& ev);
 
+// Returns whether event `e` is the free that ends a block's life in a trace that does (`completions`) or does
+// not record free_completed: the completion when it is recorded, else the request. Every walk of a trace
+// (summary, conversion, the report's view, the warm start's undo) ends lives by this one rule.
+bool ends_life(const snap_event& e, bool completions);
+
+// Returns what event `e` does to the reserved bytes: + its size for a segment allocated or mapped, - for one
+// freed or unmapped, 0 for any other event.
+std::int64_t reserved_change(const snap_event& e);
+
 }  // namespace headroom::probes::snapshot_window
