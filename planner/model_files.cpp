@@ -15,6 +15,7 @@
 
 #include "errors.hpp"
 #include "format.hpp"
+#include "large_buffers.hpp"
 #include "hf_families.hpp"
 #include "json_fields.hpp"
 
@@ -99,7 +100,11 @@ std::string read_regular_file(const std::string& path, std::uintmax_t cap, const
   };
   if (static_cast<std::uintmax_t>(st.st_size) > cap) throw too_large();
   std::string bytes;
-  bytes.resize(static_cast<std::size_t>(st.st_size));
+  // One byte more than the file holds, so the read that finds the end needs no larger buffer (growing a
+  // large one would copy it whole).
+  const auto room = static_cast<std::size_t>(std::min<std::uintmax_t>(static_cast<std::uintmax_t>(st.st_size), cap) + 1);
+  reserve_large(bytes, room);
+  bytes.resize(room);
   std::size_t got = 0;
   // Read until the end, never past cap + 1 bytes: a file that grows while it is read is refused too.
   while (true) {

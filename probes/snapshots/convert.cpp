@@ -2,9 +2,10 @@
 #include "probes/snapshots/convert.hpp"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "planner/errors.hpp"
+#include "planner/large_buffers.hpp"
+#include "probes/snapshots/address_map.hpp"
 #include "probes/snapshots/frames.hpp"
 #include "probes/snapshots/window.hpp"
 
@@ -25,19 +26,18 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   out.cold = window_of(s, device).cold;
   if (!out.cold) out.start = reconstruct_start(s, device);
   out.approximate = !out.cold && !out.start.reconstructed;
-  std::unordered_map<std::uint64_t, std::int32_t> live;  // address -> tensor
+  address_map<std::int32_t> live;  // address -> tensor
   // One trace event per snapshot event at most, one tensor per alloc.
-  t.events.reserve(ev.size());
-  out.source_event.reserve(ev.size());
-  t.tensors.reserve(static_cast<std::size_t>(std::count_if(
+  reserve_large(t.events, ev.size());
+  reserve_large(out.source_event, ev.size());
+  reserve_large(t.tensors, static_cast<std::size_t>(std::count_if(
       ev.begin(), ev.end(), [](const snap_event& e) { return e.action == snap_action::alloc; })));
-  auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, std::string name,
+  auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, const std::string& name,
                        std::size_t source) {
     trace_tensor x;
-    x.name = name.empty() ? "block@" + std::to_string(addr) : std::move(name);
+    x.name = name.empty() ? "block@" + std::to_string(addr) : name;
     x.bytes = bytes;
-    x.dtype_bytes = 1;
-    x.shape = {bytes};
+    x.dtype_bytes = 1;  // a block has bytes, no shape
     t.tensors.push_back(std::move(x));
     const auto id = static_cast<std::int32_t>(t.tensors.size() - 1);
     trace_event e;
@@ -46,7 +46,7 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
     e.stream = static_cast<std::int32_t>(stream);
     t.events.push_back(e);
     out.source_event.push_back(source);
-    live[addr] = id;
+    live.set(addr, id);
   };
   // Warm: the blocks alive before the window first, in address order (a replay under the recorded
   // settings adopts the reconstructed state instead of running these).
@@ -67,20 +67,20 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const auto& e = ev[i];
     if (e.action == snap_action::alloc) {
-      if (live.count(e.addr))
+      if (live.contains(e.addr))
         throw bad_input(s.origin, "device_traces[" + std::to_string(device) + "][" + std::to_string(i) +
                                       "] allocates address " + std::to_string(e.addr) + " twice");
       add_alloc(e.addr, e.size, e.stream, names.top(e.frames), i);
     } else if (ends_life(e, completions)) {
-      auto it = live.find(e.addr);
-      if (it == live.end()) continue;  // a block of the window before this one: not allocated in the trace
+      const std::int32_t* tensor = live.find(e.addr);
+      if (!tensor) continue;  // a block of the window before this one: not allocated in the trace
       trace_event f;
       f.kind = event_kind::free;
-      f.tensor = it->second;
+      f.tensor = *tensor;
       f.stream = static_cast<std::int32_t>(e.stream);
       t.events.push_back(f);
       out.source_event.push_back(i);
-      live.erase(it);
+      live.erase(e.addr);
     } else if (ends_release_run(ev, i, s.settings.max_split_size.has_value())) {
       trace_event c;
       c.kind = event_kind::empty_cache;

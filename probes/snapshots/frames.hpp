@@ -15,15 +15,21 @@ namespace headroom::probes {
 class frame_namer {
  public:
   explicit frame_namer(const pdoc& d) : m_doc(d), m_kind(d.nodes.size(), unknown) {}
-  // Returns "name (file.py:line)" of the first frame in user code, else the first Python frame, else "".
-  // Each frames list is walked once: a list the memo shares between every event (a hostile pickle's
-  // million-frame list behind a million allocations) costs its length once, not per event.
-  std::string top(std::uint32_t frames) {
-    if (frames == UINT32_MAX) return "";
-    if (auto it = m_top.find(frames); it != m_top.end()) return it->second;
+  // Returns "name (file.py:line)" of the first frame in user code, else the first Python frame, else ""
+  // (a reference valid while the namer lives). Each frame is classified once; a frames list is walked up
+  // to its first user frame at each call, and a long one (over long_list frames) once only: a list the
+  // memo shares between every event (a hostile pickle's million-frame list behind a million allocations)
+  // costs its length once, not per event, while the short lists of a real trace, one per event, are not
+  // worth a cache entry each.
+  const std::string& top(std::uint32_t frames) {
+    if (frames == UINT32_MAX) return m_empty;
+    const auto kids = m_doc.at(frames).kids;
+    const bool cached = kids.size() > long_list;
+    if (cached)
+      if (auto it = m_top.find(frames); it != m_top.end()) return *it->second;
     const std::string* first_py = nullptr;
     const std::string* found = nullptr;
-    for (std::uint32_t f : m_doc.at(frames).kids) {
+    for (std::uint32_t f : kids) {
       if (m_kind[f] == unknown) classify(f);
       if (m_kind[f] == user) {
         found = &m_text[f];
@@ -31,8 +37,9 @@ class frame_namer {
       }
       if (m_kind[f] == torch_py && !first_py) first_py = &m_text[f];
     }
-    if (!found) found = first_py;
-    return m_top[frames] = found ? *found : "";
+    if (!found) found = first_py ? first_py : &m_empty;
+    if (cached) m_top[frames] = found;
+    return *found;
   }
 
  private:
@@ -57,7 +64,9 @@ class frame_namer {
   const pdoc& m_doc;
   std::vector<std::uint8_t> m_kind;
   std::unordered_map<std::uint32_t, std::string> m_text;
-  std::unordered_map<std::uint32_t, std::string> m_top;  // frames list -> its top()
+  std::unordered_map<std::uint32_t, const std::string*> m_top;  // long frames list -> its top()
+  static constexpr std::size_t long_list = 64;
+  const std::string m_empty;
 };
 
 }  // namespace headroom::probes

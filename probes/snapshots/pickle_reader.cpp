@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/errors.hpp"
+#include "planner/large_buffers.hpp"
 
 namespace headroom::probes {
 
@@ -143,8 +144,10 @@ class reader {
   pdoc run() {
     // Real snapshots hold a value per 11-23 bytes and a child per 4-8; reserving address space is free,
     // only what is written becomes resident.
-    m_doc.nodes.reserve(std::min<std::size_t>(m_b.size() / 8 + 16, m_limits.max_nodes));
-    m_doc.items.reserve(std::min<std::size_t>(m_b.size() / 2 + 16, UINT32_MAX));
+    reserve_large(m_doc.nodes, std::min<std::size_t>(m_b.size() / 8 + 16, m_limits.max_nodes));
+    reserve_large(m_doc.items, std::min<std::size_t>(m_b.size() / 2 + 16, UINT32_MAX));
+    // CPython's pickler memoizes every container and string: about one entry per 25 bytes.
+    reserve_large(m_memo, std::min<std::size_t>(m_b.size() / 16 + 16, m_limits.max_memo));
     while (true) {
       if (m_pos >= m_b.size()) fail("truncated: the stream ends before STOP");
       m_op_at = m_pos;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "probes/records/envelope.hpp"
+#include "probes/snapshots/address_map.hpp"
 #include "probes/snapshots/frames.hpp"
 #include "probes/snapshots/window.hpp"
 
@@ -50,9 +51,12 @@ struct view_walk {
     std::size_t frame = 0;  // index into names
     std::uint32_t stack = UINT32_MAX;
   };
-  std::map<std::uint64_t, live_block> live;
+  address_map<live_block> live;
   std::vector<std::string> names;
   std::unordered_map<std::string, std::size_t> index;
+  // The frame id of each top-frame string the namer handed out (its strings live as long as it does): a
+  // million allocations hash a handful of pointers, not a million strings.
+  std::unordered_map<const std::string*, std::size_t> by_name;
   std::vector<std::int64_t> per_frame;
   std::int64_t requested = 0, reserved = 0;
 
@@ -65,30 +69,34 @@ struct view_walk {
     return it->second;
   }
   void add(std::uint64_t addr, std::int64_t bytes, std::size_t frame, std::uint32_t stack) {
-    if (auto old = live.find(addr); old != live.end()) drop(old);
-    live[addr] = {bytes, frame, stack};
+    drop(addr);
+    live.set(addr, {bytes, frame, stack});
     per_frame[frame] += bytes;
     requested += bytes;
   }
-  void drop(std::map<std::uint64_t, live_block>::iterator it) {
-    per_frame[it->second.frame] -= it->second.bytes;
-    requested -= it->second.bytes;
-    live.erase(it);
+  // Ends the life of the block at `addr`, if one is live there.
+  void drop(std::uint64_t addr) {
+    const live_block* b = live.find(addr);
+    if (!b) return;
+    per_frame[b->frame] -= b->bytes;
+    requested -= b->bytes;
+    live.erase(addr);
   }
   // Applies event `e` (frees end a life at completion when the trace records completions). Returns the
   // frame whose live bytes grew, or SIZE_MAX.
   std::size_t step(const snap_event& e, bool completions, frame_namer& namer) {
     switch (e.action) {
       case snap_action::alloc: {
-        const std::string top = namer.top(e.frames);
-        const std::size_t f = frame_id(top.empty() ? no_frames : top);
+        const std::string& top = namer.top(e.frames);
+        auto [known, added] = by_name.try_emplace(&top, 0);
+        if (added) known->second = frame_id(top.empty() ? no_frames : top);
+        const std::size_t f = known->second;
         add(e.addr, e.size, f, e.frames);
         return f;
       }
       case snap_action::free_completed:
       case snap_action::free_requested:
-        if (ends_life(e, completions))
-          if (auto it = live.find(e.addr); it != live.end()) drop(it);
+        if (ends_life(e, completions)) drop(e.addr);
         break;
       default:
         reserved += reserved_change(e);
@@ -128,13 +136,13 @@ std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> segments_at(const
 // The largest live blocks of walk `v` (at most `most`), with their stacks.
 nlohmann::json largest_of(const view_walk& v, const pdoc& doc, std::size_t most) {
   std::vector<std::pair<std::int64_t, std::uint64_t>> bysize;
-  for (const auto& [a, b] : v.live) bysize.push_back({b.bytes, a});
+  v.live.for_each([&](std::uint64_t a, const view_walk::live_block& b) { bysize.push_back({b.bytes, a}); });
   std::sort(bysize.begin(), bysize.end(), [](const auto& x, const auto& y) {
     return x.first != y.first ? x.first > y.first : x.second < y.second;
   });
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t k = 0; k < bysize.size() && k < most; ++k) {
-    const auto& b = v.live.at(bysize[k].second);
+    const auto& b = *v.live.find(bysize[k].second);
     out.push_back({{"address", bysize[k].second},
                    {"bytes", b.bytes},
                    {"frame", v.names[b.frame]},
@@ -147,14 +155,17 @@ nlohmann::json largest_of(const view_walk& v, const pdoc& doc, std::size_t most)
 // first; the rest counted).
 nlohmann::json segments_of(const torch_snapshot& s, int dev, std::size_t at, const view_walk& v) {
   const auto segs = segments_at(s, dev, at);
+  std::vector<std::pair<std::uint64_t, std::int64_t>> live;  // address, bytes: in address order
+  live.reserve(v.live.size());
+  v.live.for_each([&](std::uint64_t a, const view_walk::live_block& b) { live.push_back({a, b.bytes}); });
+  std::sort(live.begin(), live.end());
   std::vector<std::tuple<std::int64_t, std::uint64_t, std::int64_t, std::int64_t>> rows;  // size, addr, live
   for (const auto& [addr, sz] : segs) {
     std::int64_t used = 0, blocks = 0;
-    for (auto it = v.live.lower_bound(addr);
-         it != v.live.end() &&
-         it->first < addr + static_cast<std::uint64_t>(std::max<std::int64_t>(0, sz.first));
-         ++it) {
-      used += it->second.bytes;
+    const std::uint64_t end = addr + static_cast<std::uint64_t>(std::max<std::int64_t>(0, sz.first));
+    const std::pair<std::uint64_t, std::int64_t> first{addr, INT64_MIN};
+    for (auto it = std::lower_bound(live.begin(), live.end(), first); it != live.end() && it->first < end; ++it) {
+      used += it->second;
       ++blocks;
     }
     rows.emplace_back(sz.first, addr, used, blocks);

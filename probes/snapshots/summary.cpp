@@ -3,8 +3,10 @@
 #include "probes/snapshots/summary.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
+#include "probes/snapshots/address_map.hpp"
 #include "probes/snapshots/frames.hpp"
 #include "probes/snapshots/warm_start.hpp"
 #include "probes/snapshots/window.hpp"
@@ -21,7 +23,8 @@ using namespace snapshot_window;
 void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer& names,
                  snap_device_summary& d) {
   const bool completions = has_completions(ev);
-  std::map<std::uint64_t, std::int64_t> live_bytes = w.before;  // address -> requested bytes
+  address_map<std::int64_t> live_bytes(w.before.size());  // address -> requested bytes
+  for (const auto& [a, b] : w.before) live_bytes.set(a, b);
   std::int64_t requested = d.live_before_bytes, reserved = w.held_before;
   d.peak_requested = requested;
   d.reserved_from_events = w.segment_events;
@@ -33,15 +36,14 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
     switch (e.action) {
       case snap_action::alloc:
         requested += e.size;
-        live_bytes[e.addr] = e.size;
+        live_bytes.set(e.addr, e.size);
         break;
       case snap_action::free_completed:
       case snap_action::free_requested:
         if (ends_life(e, completions)) {
-          auto it = live_bytes.find(e.addr);
-          if (it != live_bytes.end()) {
-            requested -= it->second;
-            live_bytes.erase(it);
+          if (const std::int64_t* bytes = live_bytes.find(e.addr)) {
+            requested -= *bytes;
+            live_bytes.erase(e.addr);
           }
         }
         break;
@@ -87,27 +89,30 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
 void largest_at_peak(const std::vector<snap_event>& ev, const window& w, frame_namer& names,
                      snap_device_summary& d) {
   const bool completions = has_completions(ev);
-  std::map<std::uint64_t, std::int64_t> at_peak = w.before;
-  std::map<std::uint64_t, std::uint32_t> frames_of;
+  // address -> requested bytes and the frames list of its alloc (none_frames: alive before recording)
+  constexpr std::uint32_t none_frames = UINT32_MAX - 1;
+  address_map<std::pair<std::int64_t, std::uint32_t>> at_peak(w.before.size());
+  for (const auto& [a, b] : w.before) at_peak.set(a, {b, none_frames});
   if (d.peak_requested > d.live_before_bytes)
     for (std::size_t i = 0; i <= d.peak_requested_event && i < ev.size(); ++i) {
       const auto& e = ev[i];
-      if (e.action == snap_action::alloc) {
-        at_peak[e.addr] = e.size;
-        frames_of[e.addr] = e.frames;
-      } else if (ends_life(e, completions)) {
+      if (e.action == snap_action::alloc)
+        at_peak.set(e.addr, {e.size, e.frames});
+      else if (ends_life(e, completions))
         at_peak.erase(e.addr);
-      }
     }
   std::vector<std::pair<std::int64_t, std::uint64_t>> bysize;
-  for (const auto& [a, b] : at_peak) bysize.push_back({b, a});
-  std::sort(bysize.begin(), bysize.end(), [](const auto& x, const auto& y) {
+  bysize.reserve(at_peak.size());
+  at_peak.for_each([&](std::uint64_t a, const auto& v) { bysize.push_back({v.first, a}); });
+  const auto larger = [](const auto& x, const auto& y) {
     return x.first != y.first ? x.first > y.first : x.second < y.second;
-  });
-  for (std::size_t k = 0; k < bysize.size() && k < 10; ++k) {
-    auto fr = frames_of.find(bysize[k].second);
+  };
+  const std::size_t shown = std::min<std::size_t>(bysize.size(), 10);
+  std::partial_sort(bysize.begin(), bysize.begin() + static_cast<std::ptrdiff_t>(shown), bysize.end(), larger);
+  for (std::size_t k = 0; k < shown; ++k) {
+    const std::uint32_t frames = at_peak.find(bysize[k].second)->second;
     d.largest_at_peak.push_back({bysize[k].second, bysize[k].first,
-                                 fr == frames_of.end() ? "(alive before recording)" : names.top(fr->second)});
+                                 frames == none_frames ? "(alive before recording)" : names.top(frames)});
   }
 }
 
@@ -128,10 +133,13 @@ snap_summary summarise(const torch_snapshot& s) {
     d.device = static_cast<int>(dev);
     d.events = ev.size();
     std::set<std::int64_t> streams;
+    std::array<std::size_t, static_cast<std::size_t>(snap_action::other) + 1> per_action{};
     for (const auto& e : ev) {
-      ++d.counts[to_string(e.action)];
-      streams.insert(e.stream);
+      ++per_action[static_cast<std::size_t>(e.action)];
+      if (streams.empty() || *streams.rbegin() != e.stream) streams.insert(e.stream);
     }
+    for (std::size_t a = 0; a < per_action.size(); ++a)
+      if (per_action[a]) d.counts[to_string(static_cast<snap_action>(a))] = per_action[a];
     d.streams.assign(streams.begin(), streams.end());
     const window w = window_of(s, d.device);
     d.live_before = w.before.size();

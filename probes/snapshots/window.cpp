@@ -2,7 +2,8 @@
 #include "probes/snapshots/window.hpp"
 
 #include <algorithm>
-#include <set>
+
+#include "probes/snapshots/address_map.hpp"
 
 #include "planner/format.hpp"
 #include "planner/units.hpp"
@@ -15,12 +16,12 @@ std::string mib_text(std::int64_t b) {
 
 std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s, int device) {
   std::map<std::uint64_t, std::int64_t> before;
-  std::set<std::uint64_t> live;
+  address_map<bool> live;
   for (const auto& e : s.devices[static_cast<std::size_t>(device)]) {
     if (e.action == snap_action::alloc) {
-      live.insert(e.addr);
+      live.set(e.addr, true);
     } else if (e.action == snap_action::free_completed || e.action == snap_action::free_requested) {
-      if (!live.count(e.addr)) {
+      if (!live.contains(e.addr)) {
         if (e.action == snap_action::free_requested || !before.count(e.addr)) before[e.addr] = e.size;
       } else if (e.action == snap_action::free_completed) {
         live.erase(e.addr);
@@ -31,7 +32,7 @@ std::map<std::uint64_t, std::int64_t> live_before_window(const torch_snapshot& s
   for (const auto& g : s.segments) {
     if (g.device != device) continue;
     for (const auto& b : g.blocks)
-      if (b.allocated && !live.count(b.address) && !before.count(b.address)) before[b.address] = b.requested;
+      if (b.allocated && !live.contains(b.address) && !before.count(b.address)) before[b.address] = b.requested;
   }
   return before;
 }
