@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fit.hpp"
+#include "observations.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
@@ -33,6 +34,22 @@ std::string implementation_key(const model_spec& m) {
 
 // Returns whether an observation's y is a reserved peak less the model terms: the records the activation
 // factor is fitted on.
+// Returns " (records: a.json, b.json and 3 more)" for an error line; with `y` (the reserve each needs), the
+// records whose figure is below what the model says the run holds instead, with the shortfall.
+std::string records_named(const std::vector<observation>& obs, const std::vector<double>* y = nullptr) {
+  std::string s;
+  std::size_t shown = 0, n = 0;
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    if (y && (*y)[i] >= 0) continue;
+    if (++n > 4) continue;
+    s += (s.empty() ? "" : ", ") + printable(obs[i].origin, 80) +
+         (y ? " (" + mib_str(static_cast<std::int64_t>(-(*y)[i]), 0) + " MiB below)" : "");
+    ++shown;
+  }
+  if (n > shown) s += " and " + std::to_string(n - shown) + " more";
+  return n == 0 ? "" : y ? "; measured below what the planner predicts the run holds: " + s : " (records: " + s + ")";
+}
+
 bool is_reserved_peak(const observation& o) {
   return o.kind == "snapshot" || (o.kind == "observation" && o.figure == "reserved_peak");
 }
@@ -149,6 +166,7 @@ observation observe(const probes::measurement_record& r) {
   o.implementation = implementation_key(r.inputs->model);
   o.figure = r.figure;
   if (r.kind == "observation") {
+    check_record_floor(r);  // observations.hpp: a figure below the run's state is refused by name
     if (r.figure == "device_used" && r.device_used_at_peak) {
       o.y = static_cast<double>(*r.device_used_at_peak) - model;
       o.x = {1, churn, tokens};
@@ -215,21 +233,25 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
   for (const auto& row : x)
     for (int t = 0; t < term_count; ++t) seen[t] = seen[t] || row[static_cast<std::size_t>(t)] != 0;
   for (bool s : seen) observed += s;
-  if (observed == 0) throw bad_input("calibrate", "no record observes any term of the reserve");
+  if (observed == 0)
+    throw bad_input("calibrate", "no record observes any term of the reserve" + records_named(c.records));
   if (static_cast<int>(records.size()) < observed)
     throw bad_input("calibrate", std::to_string(records.size()) + " record(s) for " +
                                      std::to_string(observed) +
-                                     " observed terms: at least as many records as terms are needed");
+                                     " observed terms: at least as many records as terms are needed" +
+                                     records_named(c.records));
   const auto same = indistinguishable(x);
   if (!same.empty()) {
     std::string names;
     for (auto [a, b] : same)
       names += (names.empty() ? "" : "; ") + std::string(term_name(a)) + " and " + term_name(b);
     throw bad_input("calibrate", "the records cannot tell these terms apart: " + names +
-                                     " (add records whose cases differ in them)");
+                                     " (add records whose cases differ in them)" + records_named(c.records));
   }
   const auto r = nnls(x, y);
-  if (!r) throw bad_input("calibrate", "the fit has no solution for these records");
+  if (!r)
+    throw bad_input("calibrate", "the fit has no non-negative solution" + records_named(c.records) +
+                                     records_named(c.records, &y));
   for (int t = 0; t < term_count; ++t) {
     auto& tf = c.terms[t];
     if (seen[t]) {
@@ -405,6 +427,8 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       throw bad_input(origin, "margin_bytes must be finite and non-negative");
     if (j.contains("fixed_overheads_bytes") && j["fixed_overheads_bytes"].is_number_integer())
       c.fixed_overheads = j["fixed_overheads_bytes"].get<std::int64_t>();
+    if (c.fixed_overheads && (*c.fixed_overheads < 0 || *c.fixed_overheads > (std::int64_t{1} << 44)))
+      throw bad_input(origin, "fixed_overheads_bytes must be between 0 and 16 TiB");
     for (const auto& r : j.value("records", nlohmann::json::array())) {
       observation o;
       o.origin = r.value("origin", "");
@@ -447,7 +471,11 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       c.worst_origin = j["worst_residual"].value("record", "");
     }
   } catch (const nlohmann::json::exception& e) {
-    throw bad_input(origin, std::string("malformed calibration file: ") + e.what());
+    // nlohmann's text less its "[json.exception.type_error.302] " tag (a field of the wrong type or missing).
+    std::string m = e.what();
+    if (const auto end = m.find("] "); m.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
+      m.erase(0, end + 2);
+    throw bad_input(origin, "malformed calibration file: " + printable(m, 200));
   }
   if (c.terms[0].value > 1e15 || c.terms[1].value > 100 || c.terms[2].value > 1e12)
     throw bad_input(origin, "a reserve term is absurd");

@@ -42,14 +42,15 @@ std::string observation_unit_list() {
 }
 
 // Returns a CSV text's records (RFC 4180: fields separated by commas, double-quoted fields may hold commas,
-// newlines and doubled quotes), each with the 1-based line it starts on. Throws on an unterminated quote.
+// newlines and doubled quotes), each with the 1-based line it starts on. Throws on an unterminated quote,
+// naming the row (0: the header) and the line where the quote opened.
 std::vector<std::pair<std::size_t, std::vector<std::string>>> observation_csv_rows(
     const std::string& text, const std::string& origin) {
   std::vector<std::pair<std::size_t, std::vector<std::string>>> rows;
   std::vector<std::string> fields;
   std::string cur;
   bool quoted = false, any = false;
-  std::size_t line = 1, start = 1;
+  std::size_t line = 1, start = 1, quote_line = 1;
   auto end_row = [&] {
     fields.push_back(cur);
     cur.clear();
@@ -74,6 +75,7 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> observation_csv_ro
       }
     } else if (ch == '"' && cur.empty()) {
       quoted = true;
+      quote_line = line;
     } else if (ch == ',') {
       fields.push_back(cur);
       cur.clear();
@@ -87,7 +89,10 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> observation_csv_ro
     if (rows.size() > max_observation_rows + 1)
       throw bad_input(origin, "more than " + std::to_string(max_observation_rows) + " runs");
   }
-  if (quoted) throw bad_input(cell_where(origin, start, ""), "a quoted field is not closed");
+  if (quoted)
+    throw bad_input(rows.empty() ? origin + ": header" : cell_where(origin, rows.size(), ""),
+                    "a quoted field is not closed: it opened on line " + std::to_string(quote_line) +
+                        " (a closing '\"' is missing)");
   if (any) end_row();
   return rows;
 }
@@ -194,7 +199,10 @@ std::string cell_where(const std::string& origin, std::size_t row, const std::st
 }
 
 std::vector<observation_row> observations_from_csv(const std::string& text, const std::string& origin) {
-  const auto rows = observation_csv_rows(text, origin);
+  // A UTF-8 byte order mark (Excel's "CSV UTF-8" writes one) is no part of the first column's name.
+  constexpr std::string_view bom = "\xEF\xBB\xBF";
+  const std::string_view body = std::string_view(text).substr(text.rfind(bom, 0) == 0 ? bom.size() : 0);
+  const auto rows = observation_csv_rows(std::string(body), origin);
   if (rows.empty()) throw bad_input(origin, "empty: a header row and one row per run are needed");
   const auto& header = rows[0].second;
   std::vector<std::string> cols;
@@ -266,6 +274,35 @@ std::vector<observation_row> observations_from_json(const nlohmann::json& j, con
     out.push_back(std::move(r));
   }
   return out;
+}
+
+void check_observation_floor(const observation_row& r, const problem& p, const layout& l,
+                             const std::string& origin) {
+  // Every kind of figure holds the state: the allocator's reserved and allocated peaks hold the live
+  // tensors, the device's used memory holds the reserved bytes. The fixed overheads (CUDA context, NCCL)
+  // are not part of the floor even for device_used: the planner's 1056 MiB (planner/layout.hpp,
+  // device_spec::fixed_overheads) is a documented default, not a least value, and measuring the real one is
+  // what a calibration on device_used figures is for (calibration.hpp, the fixed term).
+  const breakdown b = estimate(p, l);
+  std::int64_t floor = b.stages.front().persistent;
+  for (const auto& s : b.stages) floor = std::min(floor, s.persistent);
+  if (r.bytes >= floor) return;
+  throw bad_input(cell_where(origin, r.row, "value"),
+                  std::string(figure_name(r.figure)) + " " + printable(r.as_given, 40) + " is below the " +
+                      gib_str(floor, 2) + " GiB of state (parameters, gradients, optimizer) the planner predicts" +
+                      (b.stages.size() > 1 ? " (the stage that holds least)" : "") +
+                      ": the problem does not describe the run that was measured, or the figure is of another kind");
+}
+
+void check_record_floor(const probes::measurement_record& r) {
+  const std::int64_t figure = r.figure == "device_used"      ? r.device_used_at_peak.value_or(0)
+                              : r.figure == "allocated_peak" ? r.peak_allocated
+                                                             : r.peak_reserved;
+  if (!r.where || r.where->pp != 1 || figure <= 0 || figure >= r.persistent) return;
+  throw bad_input(r.origin, printable(r.figure, 40) + " " + gib_str(figure, 2) + " GiB is below the " +
+                                gib_str(r.persistent, 2) +
+                                " GiB of state (parameters, gradients, optimizer) the planner predicts: the problem "
+                                "does not describe the run that was measured, or the figure is of another kind");
 }
 
 nlohmann::json observation_record(const observation_row& r, const problem& p, const layout& l,

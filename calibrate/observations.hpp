@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "planner/layout.hpp"
+#include "probes/records/measurement_record.hpp"
 
 namespace headroom::calibrate {
 
@@ -57,6 +58,18 @@ std::vector<observation_row> observations_from_json(const nlohmann::json& j, con
 
 // Returns "origin: row N, column 'C'" (column "" -> without it): how every message names a cell.
 std::string cell_where(const std::string& origin, std::size_t row, const std::string& column);
+
+// Throws bad_input naming the row's value cell, the figure and the floor when row `r`'s figure is below
+// what any rank of the run `p`, `l` holds whatever the kind of figure: the state the planner predicts
+// (parameters, gradients, master weights and optimizer state on the GPU; planner/estimate.hpp) of the
+// pipeline stage that holds least. Such a figure measured another run, or is another kind of figure.
+void check_observation_floor(const observation_row& r, const problem& p, const layout& l,
+                             const std::string& origin);
+
+// Throws bad_input naming record `r` (an observation record read back, with its case) when its figure is
+// below the state its single-stage case holds (the check above, for a record edited or written by hand;
+// a pipeline's record holds the worst stage's state, which another stage's figure may be below).
+void check_record_floor(const probes::measurement_record& r);
 
 // Returns the observation record (headroom.measurement, backend "observation") of row `r` measured on the
 // case `p`, `l`: the figure, where it came from, the environment it was measured in, and the planner's

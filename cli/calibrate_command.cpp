@@ -98,6 +98,7 @@ std::string calibration_summary(const calibrate::calibration& c, std::size_t rec
 
 int run_calibrate(const calibrate_options& o) {
   probes::output_set outs(o.force, &std::cout);
+  for (const auto& f : record_files(o.records)) outs.input(f);
   outs.expect(o.out);
   const auto records = read_records(o.records);
   if (records.empty()) throw bad_input("calibrate", "no record files found");

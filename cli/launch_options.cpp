@@ -47,6 +47,10 @@ void merge(plan_options& o, const launch_import& imp) {
     o.attention = to_string(*imp.attention);
     o.imported.emplace_back("--attention");
   }
+  if (imp.loss && !given(o, "--loss")) {
+    o.loss = to_string(*imp.loss);
+    o.imported.emplace_back("--loss");
+  }
   take(o, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
   if (imp.pad_to_capacity && !given(o, "--pad-to-capacity")) o.pad_to_capacity = true;
   if (imp.seq && !given(o, "--seq")) {

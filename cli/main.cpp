@@ -6,10 +6,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cctype>
 #include <csignal>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -113,6 +115,8 @@ std::string did_you_mean(CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.rfind("--", 0) == 0) {
+      // "--", "----", "--1": no option's name at all, so no option is "meant" (CLI11's own line stands).
+      if (word.size() < 3 || !std::isalpha(static_cast<unsigned char>(word[2]))) continue;
       const std::string name = word.substr(0, word.find('='));
       if (std::find(options.begin(), options.end(), name) != options.end()) continue;
       const std::string best = detail::closest_name(name, options);
@@ -123,6 +127,25 @@ std::string did_you_mean(CLI::App& app, int argc, char** argv) {
     }
   }
   return "";
+}
+
+// Returns nlohmann's message without its "[json.exception.KIND.N] " tag: what a user can read.
+std::string json_error_text(const nlohmann::json::exception& e) {
+  std::string m = e.what();
+  if (m.rfind("[json.exception.", 0) == 0)
+    if (const auto end = m.find("] "); end != std::string::npos) m.erase(0, end + 2);
+  return m;
+}
+
+// Returns the one error line for the first empty argument ("headroom plan ''"), or nullopt: an empty word
+// is no subcommand, option or value, and CLI11 would drop it silently, answering a command not typed.
+std::optional<std::string> empty_argument(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] == '\0')
+      return "headroom: bad input: argument " + std::to_string(i) + " is empty" +
+             (i > 1 ? " (after '" + printable(argv[i - 1], 60) + "')" : std::string()) +
+             ": remove it, or give the value it stands for (run with --help for usage)";
+  return std::nullopt;
 }
 
 // The subcommands, as main() registered them.
@@ -208,8 +231,10 @@ int run_command(const commands& c, const options& o) {
     line = std::string("headroom: bad input: ") + e.what();
     status = exit_bad_input;
   } catch (const nlohmann::json::exception& e) {
-    // A JSON value of the wrong type deep inside an input file: the input's problem.
-    line = std::string("headroom: bad input: unreadable JSON value (") + e.what() + ")";
+    // A JSON value of the wrong type deep inside an input file: the input's problem. Readers name the file
+    // and field themselves; this is the last net, and shows the library's text without its
+    // "[json.exception.type_error.302]" tag.
+    line = std::string("headroom: bad input: unreadable JSON value (") + json_error_text(e) + ")";
     status = exit_bad_input;
   } catch (const probes::output_error& e) {
     line = std::string("headroom: cannot write output: ") + e.what();
@@ -255,6 +280,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) o.probe.command_line += (i ? " " : "") + std::string(argv[i]);
   o.snapshot.command_line = o.probe.snapshot.command_line = o.probe.command_line;
   // The flag forms of `probe` that its subcommands replaced: one line naming the new form.
+  if (auto empty = empty_argument(argc, argv)) {
+    std::cerr << one_line(*empty) << "\n";
+    return exit_bad_input;
+  }
   if (auto moved = moved_probe_form(argc, argv)) {
     std::cerr << one_line(*moved) << "\n";
     return exit_bad_input;

@@ -31,8 +31,10 @@ CLI::App* add_observe_command(CLI::App& app, observe_options& o) {
 
 namespace {
 
-// Returns the problem and layout of a row given as `headroom plan` flags. Throws bad_input naming the cell.
-std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r, const std::string& origin) {
+// Returns the problem and layout of a row given as `headroom plan` flags; adds the files its flags read to
+// `files`. Throws bad_input naming the cell.
+std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r, const std::string& origin,
+                                            std::vector<std::string>& files) {
   const std::string where = calibrate::cell_where(origin, r.row, "problem");
   if (!r.problem.is_null()) {
     if (!r.problem.is_object() || !r.problem.contains("layout"))
@@ -59,6 +61,7 @@ std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r,
   } catch (const CLI::ParseError& e) {
     throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200));
   }
+  for (const std::string* f : {&po.model_file, &po.hf_config, &po.calibration}) files.push_back(*f);
   try {
     problem p = problem_from(po);
     layout l = layout_from(po);
@@ -80,8 +83,10 @@ int run_observe(const observe_options& o) {
   const std::string command = "headroom observe " + o.table + " -o " + o.out + (o.force ? " --force" : "");
   // Every row is read and predicted before anything is written: one bad row, no records.
   std::vector<std::pair<std::string, std::string>> records;
+  std::vector<std::string> inputs{o.table};  // no record may overwrite what the rows read
   for (const auto& r : rows) {
-    const auto [p, l] = observe_row_case(r, origin);
+    const auto [p, l] = observe_row_case(r, origin, inputs);
+    calibrate::check_observation_floor(r, p, l, origin);
     const std::string path = (std::filesystem::path(o.out) / (r.name + ".json")).string();
     for (const auto& [other, _] : records)
       if (other == path)
@@ -96,6 +101,7 @@ int run_observe(const observe_options& o) {
     throw bad_input(in_quotes(o.out), "cannot be created (" + ec.message() + ")");
   try {
     probes::output_set outs(o.force, &std::cout);
+    for (const auto& f : inputs) outs.input(f);
     for (const auto& [path, _] : records) outs.expect(path);
     for (const auto& [path, doc] : records) outs.add(path, doc);
     outs.commit();

@@ -11,6 +11,7 @@
 
 #include "calibrate/calibration.hpp"
 #include "exit_codes.hpp"
+#include "record_files.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/explain.hpp"
@@ -104,7 +105,9 @@ void add_problem_options(CLI::App* c, plan_options& o) {
               "Count the output layer and loss as a pipeline layer (account-for-loss-in-pipeline-split)");
   c->add_option("--vpp", o.vpp, "Virtual (interleaved) stages per pipeline rank")->capture_default_str();
   c->add_option("--zero", o.zero, "ZeRO stage 0..3")->capture_default_str();
-  c->add_option("--recompute", o.recompute, "Activation recomputation: none, selective, full")
+  c->add_option("--recompute", o.recompute,
+                "Activation recomputation: none, selective, full, selective-op (torchtitan's per-op policy), "
+                "full-every-N for N 2..8 (torchtitan's every Nth layer)")
       ->check(CLI::IsMember(names_of<recompute_mode>()))
       ->capture_default_str();
   c->add_flag("--sequence-parallel,!--no-sequence-parallel", o.sequence_parallel,
@@ -483,6 +486,7 @@ int run_plan(const plan_options& options) {
              o.csv_out.empty() && given(o, "--csv") ? "-" : o.csv_out, probes::output_set(o.force, &std::cout),
              std::nullopt, imports};
   if (o.min_gpus && !r.csv_path.empty()) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");
+  add_problem_inputs(r.outs, o);
   r.outs.expect(r.json_path);
   r.outs.expect(r.csv_path);
   if (!o.calibration.empty())

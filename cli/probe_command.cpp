@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "exit_codes.hpp"
+#include "record_files.hpp"
 #include "multi_rank_probe.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
@@ -302,6 +303,7 @@ int run_trace(const trace_options& o) {
   const problem p = problem_from(o.problem);
   const breakdown b = estimate(p, layout_from(o.problem));
   output_set outs(o.force, &std::cout);
+  add_problem_inputs(outs, o.problem);
   outs.expect(o.json_out);
   const step_trace t = build_trace(p, b.where, stage_of(o.stage, b));
   if (!o.json_out.empty()) {
@@ -336,6 +338,8 @@ int run_probe_replay(const probe_replay_options& o) {
     return run_multi_rank_probe(o, *li);
   // Every output is checked before any work: a refused target must not cost a GPU run first.
   output_set outs(o.force, &std::cout);
+  add_problem_inputs(outs, o.problem);
+  outs.input(o.trace_file);
   outs.expect(o.json_out);
   outs.expect(o.timeline_out);
   problem p = problem_from(o.problem);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "exit_codes.hpp"
+#include "record_files.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "planner/problem_json.hpp"
@@ -207,6 +208,7 @@ int run_context_probe() {
 int run_probe_overheads(const probe_overheads_options& o) {
   if (auto refused = refused_under_launcher("overheads")) return *refused;
   output_set outs(o.force, &std::cout);
+  add_problem_inputs(outs, o.problem);
   outs.expect(o.json_out);  // refused before any work
   const problem p = problem_from(o.problem);
   check_bucket_mb(o.bucket_mb);
@@ -236,6 +238,7 @@ int run_probe_overheads(const probe_overheads_options& o) {
 int run_probe_max_fit(const probe_max_fit_options& o) {
   if (auto refused = refused_under_launcher("max-fit")) return *refused;
   output_set outs(o.force, &std::cout);
+  add_problem_inputs(outs, o.problem);
   outs.expect(o.json_out);  // refused before any work
   problem p = problem_from(o.problem);
   const caching_options copt = check_options(o);

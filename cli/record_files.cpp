@@ -70,6 +70,21 @@ std::vector<std::string> record_files(const std::vector<std::string>& args) {
   return out;
 }
 
+probes::measurement_record record_from(const nlohmann::json& j, const std::string& file) {
+  try {
+    return probes::measurement_from_json(j, file);
+  } catch (const bad_input& e) {
+    const std::string what = e.what();
+    if (what.rfind(file, 0) == 0) throw;
+    throw bad_input(file, what);  // "reserve: must not be negative" from the record's case
+  } catch (const nlohmann::json::exception& e) {
+    std::string m = e.what();
+    if (const auto end = m.find("] "); m.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
+      m.erase(0, end + 2);
+    throw bad_input(file, "a value of the wrong type (" + printable(m, 120) + ")");
+  }
+}
+
 std::vector<probes::measurement_record> read_records(const std::vector<std::string>& args) {
   std::vector<probes::measurement_record> out;
   const auto files = record_files(args);
@@ -77,8 +92,14 @@ std::vector<probes::measurement_record> read_records(const std::vector<std::stri
   if (files.size() > calibrate::max_records)
     throw bad_input("records", std::to_string(files.size()) + " records given; a command reads at most " +
                                    std::to_string(calibrate::max_records) + " (split the set)");
-  for (const auto& f : files) out.push_back(probes::measurement_from_json(read_json_file(f), f));
+  for (const auto& f : files) out.push_back(record_from(read_json_file(f), f));
   return out;
+}
+
+void add_problem_inputs(probes::output_set& outs, const plan_options& o) {
+  for (const std::string* f : {&o.model_file, &o.hf_config, &o.megatron_args, &o.deepspeed_config,
+                               &o.torchtitan_config, &o.calibration})
+    outs.input(*f);
 }
 
 std::string shown(const std::string& s) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "plan_command.hpp"
+#include "probes/io/results_file.hpp"
 #include "probes/records/measurement_record.hpp"
 
 namespace headroom::cli {
@@ -16,9 +18,18 @@ std::string in_quotes(const std::string& path);
 // is neither a regular file nor a directory is bad input.
 std::vector<std::string> record_files(const std::vector<std::string>& args);
 
+// Returns the measurement record in `j`, read from the file `file` (probes/records/measurement_record.hpp),
+// with every refusal naming the file: a value of the wrong type deep in it (nlohmann's text without its
+// "[json.exception...]" tag), or a field of its case refused by a reader that names only the field.
+probes::measurement_record record_from(const nlohmann::json& j, const std::string& file);
+
 // Reads every record: a file that is not a measurement record is bad input (one line, nothing else
 // printed), for every command that reads record sets alike. At most calibrate::max_records.
 std::vector<probes::measurement_record> read_records(const std::vector<std::string>& args);
+
+// Names as inputs of `outs` every file the problem options read (--model, --hf-config, --megatron-args,
+// --deepspeed-config, --torchtitan-config, --calibration), so that no output of the command overwrites one.
+void add_problem_inputs(probes::output_set& outs, const plan_options& o);
 
 // Returns `s` sanitised for a summary, "-" when empty.
 std::string shown(const std::string& s);

@@ -7,6 +7,7 @@
 
 #include "calibrate/calibration.hpp"
 #include "calibrate/html_report.hpp"
+#include "calibrate/report_snapshot.hpp"
 #include "exit_codes.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
@@ -52,7 +53,13 @@ report_set read_report_set(const std::vector<std::string>& args) {
       s.extras.replays.emplace_back(f, std::move(j));
       continue;
     }
-    s.records.push_back(probes::measurement_from_json(j, f));
+    s.records.push_back(record_from(j, f));
+    // A malformed view fails the report here, naming the record and the field, rather than showing as a
+    // "Not drawn" paragraph inside a page the user may share unread (calibrate/report_snapshot.hpp checks
+    // every field it draws).
+    if (const auto v = j.find("snapshot_view"); v != j.end() && !v->is_null() && !v->is_object())
+      throw bad_input(f + ": snapshot_view", "must be an object (headroom snapshot --json writes it)");
+    if (!s.records.back().snapshot_view.is_null()) (void)calibrate::report::snapshot_view_html(s.records.back());
     std::string cmd;
     if (const auto env = j.find("environment"); env != j.end() && env->is_object())
       if (const auto c = env->find("command_line"); c != env->end() && c->is_string())
@@ -66,6 +73,8 @@ report_set read_report_set(const std::vector<std::string>& args) {
 
 int run_report(const report_options& o) {
   probes::output_set outs(o.force, &std::cout);
+  for (const auto& f : record_files(o.records)) outs.input(f);
+  outs.input(o.calibration);
   outs.expect(o.out);
   const report_set set = read_report_set(o.records);
   const auto& records = set.records;

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "exit_codes.hpp"
+#include "record_files.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
@@ -344,6 +345,15 @@ void write_sidecar(std::ostream& out, const capture_sidecar& c) {
       << " (the reserved peak + what was outside the allocator at the end)\n";
 }
 
+// Returns the sidecar beside the snapshot `s` read from `file` (nullopt: none), warning on stderr when its
+// allocator settings differ from the snapshot's own (sidecar.hpp, sidecar_conf_warning).
+std::optional<capture_sidecar> checked_sidecar(const std::string& file, const torch_snapshot& s) {
+  auto side = load_sidecar_beside(file);
+  if (side && s.settings.recorded)
+    if (const std::string w = sidecar_conf_warning(*side, s.settings.conf); !w.empty()) std::cerr << w << "\n";
+  return side;
+}
+
 }  // namespace
 
 CLI::App* add_snapshot_command(CLI::App& app, snapshot_options& o) {
@@ -382,10 +392,13 @@ CLI::App* add_probe_snapshot_command(CLI::App* probe, probe_snapshot_options& o)
 
 int run_snapshot(const snapshot_options& o) {
   output_set outs(o.force, &std::cout);
+  outs.input(o.file);
+  outs.input(sidecar_path(o.file));
+  add_problem_inputs(outs, o.problem);
   outs.expect(o.json_out);
   outs.expect(o.trace_out);
   const torch_snapshot s = load_snapshot(o.file);
-  const auto side = load_sidecar_beside(o.file);
+  const auto side = checked_sidecar(o.file, s);
   const snap_summary sum = summarise(s);
   nlohmann::json record = snapshot_record(s, sum);
   add_sidecar(record, side);
@@ -445,9 +458,11 @@ int run_snapshot(const snapshot_options& o) {
 int run_probe_snapshot(const probe_snapshot_options& o) {
   if (auto refused = refused_under_launcher("snapshot")) return *refused;
   output_set outs(o.force, &std::cout);
+  outs.input(o.file);
+  outs.input(sidecar_path(o.file));
   outs.expect(o.json_out);
   const torch_snapshot s = load_snapshot(o.file);
-  const auto side = load_sidecar_beside(o.file);
+  const auto side = checked_sidecar(o.file, s);
   const snapshot_trace t = snapshot_to_trace(s, o.device);
   const replay_capacity cap = capacity_of(o, s, side);
   const caching_options copt = settings_of(o, s);

@@ -21,9 +21,12 @@ constexpr int cost_width = 9;
 }  // namespace
 
 std::string strategy_name(const layout& l) {
-  const char* r = l.recompute == recompute_mode::none        ? "no recompute"
-                  : l.recompute == recompute_mode::selective ? "selective recompute"
-                                                             : "full recompute";
+  if (const int n = full_every(l.recompute))
+    return zero_name(l) + " + full recompute every " + std::to_string(n);  // torchtitan's layer policy
+  const char* r = l.recompute == recompute_mode::none           ? "no recompute"
+                  : l.recompute == recompute_mode::selective    ? "selective recompute"
+                  : l.recompute == recompute_mode::selective_op ? "per-op recompute"
+                                                                : "full recompute";
   return zero_name(l) + " + " + r;
 }
 
@@ -91,6 +94,12 @@ void write_recipes(std::ostream& o, bool json) {
                     static_cast<long long>(b.bytes), describe_sharding(b).c_str());
       o << buf;
     }
+    if (r.gather_bytes > 0) {
+      o << "  gathered copy under ZeRO-3: " << r.gathered_bytes_per_param() << " B";
+      if (r.gather_bytes_other > 0) o << " (linear weights), " << r.gather_bytes_other << " B (the rest)";
+      o << "\n";
+    }
+    if (!r.source.empty()) o << "  source: " << printable(r.source, 200) << "\n";
     o << "  per GPU (the ZeRO stages its framework runs it with):";
     for (int z = r.lowest_zero(); z <= r.highest_zero(); ++z) {
       std::int64_t whole = 0, split = 0;

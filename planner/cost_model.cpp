@@ -5,6 +5,20 @@
 
 namespace headroom {
 
+// Returns torchtitan's per-op policy's repeated forward FLOPs as a fraction of a layer's forward and backward
+// FLOPs: every second matmul of a block is recomputed (torchtitan parallelize_llama.py at 9dec370,
+// l.214-264; docs/model.md), which in a Llama block is wk, wo and the MLP's second matmul (w3 when gated,
+// w2 when not), per token 2(h·kv + q·h + h·f) FLOPs, against a forward of 2 per parameter plus the
+// attention core's 4·s·q at sequence `seq`.
+static double op_policy_recompute(const model_spec& m, std::int64_t seq) {
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double q = static_cast<double>(m.heads * m.head_dim), kv = static_cast<double>(m.kv_heads * m.head_dim);
+  const double s = static_cast<double>(seq);
+  const double recomputed = 2 * (h * kv + q * h + h * f);
+  const double forward = 2 * (2 * h * q + 2 * h * kv + (m.mlp == mlp_kind::swiglu ? 3 : 2) * h * f) + 4 * s * q;
+  return forward > 0 ? recomputed / (3 * forward) : 0;
+}
+
 layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, const cost_model& c) {
   layout_cost r;
   const double s = static_cast<double>(p.training.seq), h = static_cast<double>(p.model.hidden);
@@ -16,6 +30,10 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     r.recompute = 1.0 / 3.0;
   else if (l.recompute == recompute_mode::selective)
     r.recompute = attn / (1 + attn + V / (16 * L * h));
+  else if (const int n = full_every(l.recompute))
+    r.recompute = 1.0 / (3.0 * n);  // torchtitan's layer policy: one layer in n repeats its forward
+  else if (l.recompute == recompute_mode::selective_op)
+    r.recompute = op_policy_recompute(p.model, p.training.seq);
 
   const double M = static_cast<double>(microbatches_per_step(p, l));
   r.bubble = (l.pp - 1) / (M * l.vpp);

@@ -125,7 +125,8 @@ std::int64_t stage_transient(const problem& p, const param_counts& pc, const lay
   if (l.zero < 3) return buckets;
   // ZeRO-3: whole layers gathered in flight, or DeepSpeed's prefetch bucket when that holds more.
   const std::int64_t gathered = l.reshard_after_forward ? zero3_units(pc, l, layers / l.vpp) * zero3_gather_bytes(p, pc, l)
-                                                        : on_rank.total() * param_bytes;
+                                                        : p.precision.gathered_bytes(on_rank.total() - on_rank.other,
+                                                                                     on_rank.other);
   return buckets + std::max(gathered, saturating_mul(l.prefetch_bucket, param_bytes));
 }
 
@@ -203,7 +204,11 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
     s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
                                       p.training.attention, p.precision.activation_bytes});
 
-  s.working_set = peaks.working_set_of(l.recompute, s.moe_layers > 0) + unsharded_layer_grad_bytes(p, pc, l);
+  // full_every_N on a stage of fewer than N layers recomputes none of them: its working set is none's.
+  const recompute_mode ws_mode =
+      full_every(l.recompute) > 0 && fully_recomputed_layers(l.recompute, s.layers) == 0 ? recompute_mode::none
+                                                                                          : l.recompute;
+  s.working_set = peaks.working_set_of(ws_mode, s.moe_layers > 0) + unsharded_layer_grad_bytes(p, pc, l);
   s.output_phase = last ? peaks.output_phase : 0;
   // The verdict (stage_terms.hpp): step peak, reserve, both totals, headroom.
   const stage_verdict v = judge(s.terms(), p.device, reserve_tokens(p, l));

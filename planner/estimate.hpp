@@ -152,10 +152,12 @@ std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_para
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
                              const rank_params& on_rank);
 // Returns the bytes a stage keeps of activations for its layers: chunks in flight x (dense layers x the dense
-// layer's bytes + MoE layers x the MoE layer's bytes) / vpp under recompute mode `r`.
+// layer's bytes + MoE layers x the MoE layer's bytes) / vpp under recompute mode `r`. Under full_every_N a
+// dense chunk of n layers keeps n - n/N layers whole and n/N layer inputs (activation_sums::layered_bytes).
 inline std::int64_t stage_layer_activations(std::int64_t chunks, std::int64_t layers, std::int64_t moe_layers,
                                             int vpp, const activation_sums& dense, const peak_sums& peaks,
                                             recompute_mode r) {
+  if (moe_layers == 0 && full_every(r) > 0) return saturating_mul(chunks, dense.layered_bytes(r, layers / vpp));
   if (moe_layers == 0) return saturating_mul(chunks * (layers / vpp), dense.of(r));
   const std::int64_t per_chunk =
       ((layers - moe_layers) * dense.of(r) + moe_layers * peaks.moe_layer.of(r)) / vpp;

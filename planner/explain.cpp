@@ -107,8 +107,9 @@ void explain_activations(std::ostream& o, const problem& p, const breakdown& b) 
       << " bytes"
       << (e.role == act_role::attention_core ? "  (attention core)"
           : e.role == act_role::layer_input  ? "  (layer input)"
+          : e.role == act_role::op_output    ? "  (op output: kept by selective-op only)"
                                              : "")
-      << "\n";
+      << (e.op_saved && e.role != act_role::layer_input ? "  (kept by selective-op)" : "") << "\n";
     if (e.role == act_role::attention_core) core += e.bytes;
   }
   const auto& sums = b.basis.per_layer;
@@ -134,6 +135,12 @@ void explain_activations(std::ostream& o, const problem& p, const breakdown& b) 
     o << "every tensor: ";
   else if (l.recompute == recompute_mode::selective)
     o << "all but the attention core: ";
+  else if (l.recompute == recompute_mode::selective_op)
+    o << "the layer input and the op outputs torchtitan's per-op policy saves (every other matmul's, SDPA's, "
+         "the reduce-scatters'): ";
+  else if (const int n = full_every(l.recompute))
+    o << "every tensor of N-1 layers in N and the input of the N-th (N = " << n << ": " << w.layers << " / " << n
+      << " = " << fully_recomputed_layers(l.recompute, w.layers) << " of this stage's layers recomputed), mean ";
   else
     o << "only the layer input: ";
   o << eng(static_cast<double>(sums.of(l.recompute))) << " bytes = " << gib_str(sums.of(l.recompute), 3)

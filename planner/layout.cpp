@@ -98,9 +98,9 @@ bad_input recipe_zero_error(const recipe& r, int zero) {
   const int lo = r.lowest_zero(), hi = r.highest_zero();
   return bad_input("zero", "recipe '" + r.name.substr(0, 60) + "' runs with ZeRO " + std::to_string(lo) +
                                (lo == hi ? "" : " to " + std::to_string(hi)) + ", got " + std::to_string(zero) +
-                               (lo == 1
-                                    ? " (--use-distributed-optimizer is ZeRO 1: give --zero 1)"
-                                    : " (a buffer it never shards contradicts ZeRO 2 and 3)"));
+                               (!r.zero_note.empty() ? " (" + r.zero_note + ")"
+                                : lo == 1            ? std::string(" (--use-distributed-optimizer is ZeRO 1: give --zero 1)")
+                                                     : std::string(" (a buffer it never shards contradicts ZeRO 2 and 3)")));
 }
 
 std::optional<bad_input> layout_error(const problem& p, const layout& l) {
@@ -139,6 +139,18 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
     return bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
                                std::to_string(p.training.seq / l.cp) +
                                ") divisible by tp=" + std::to_string(l.tp));
+  if (l.recompute == recompute_mode::selective_op) {
+    // The per-op policy's saved tensors are derived for torchtitan's dense block with SDPA (ledger.hpp).
+    const char* why = m.moe.enabled()   ? "mixture-of-experts layers"
+                      : m.mla.enabled() ? "multi-latent attention"
+                      : p.training.attention != attention_kind::flash
+                          ? "eager attention (torchtitan runs SDPA: --attention flash)"
+                      : p.precision.fp8_activations ? "FP8 linear layers (torch._scaled_mm is not on its save list)"
+                                                    : nullptr;
+    if (why)
+      return bad_input("recompute", std::string("selective-op (torchtitan's per-op policy) is not modelled for ") +
+                                        why + " by this version");
+  }
   return expert_error(p, l);
 }
 

@@ -2,7 +2,9 @@
 // and device settings a plan is made for. One `problem` plus one `layout` is one plan.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,7 +19,50 @@
 
 namespace headroom {
 
-enum class recompute_mode { none, selective, full };
+// none, selective (Korthikanti et al.: the attention core recomputed), full (only the layer input kept),
+// selective_op: torchtitan's per-op selective checkpointing (mode = "selective", selective_ac_option = "op"),
+// which keeps the outputs of the ops on its save list except every second matmul (ledger.hpp, docs/model.md,
+// "torchtitan's per-op policy"), and full_every_2 .. full_every_8: torchtitan's layer policy
+// (selective_ac_option = N), every N-th block of a stage fully recomputed and the others not at all.
+enum class recompute_mode {
+  none,
+  selective,
+  full,
+  selective_op,
+  full_every_2,
+  full_every_3,
+  full_every_4,
+  full_every_5,
+  full_every_6,
+  full_every_7,
+  full_every_8,
+};
+// The number of recompute modes (arrays indexed by recompute_mode).
+inline constexpr std::size_t recompute_mode_count = 11;
+// Returns N of full_every_N, or 0 for the modes that treat every layer alike.
+constexpr int full_every(recompute_mode r) {
+  const int i = static_cast<int>(r) - static_cast<int>(recompute_mode::full_every_2);
+  return i >= 0 ? i + 2 : 0;
+}
+// The largest N a mode names (torchtitan's selective_ac_option beyond it is not modelled).
+inline constexpr int max_full_every = 8;
+// Returns full_every_N for 2 <= n <= max_full_every.
+constexpr recompute_mode full_every_mode(int n) {
+  return static_cast<recompute_mode>(static_cast<int>(recompute_mode::full_every_2) + n - 2);
+}
+// Returns the mode layer `j` (0-based, counted over the layers of one stage) runs under `r`: under
+// full_every_N the N-th, 2N-th, ... are fully recomputed, the others not (torchtitan counts its blocks from
+// 1 and checkpoints those whose count is a multiple of N); any other mode is the same for every layer.
+constexpr recompute_mode mode_of_layer(recompute_mode r, std::int64_t j) {
+  const int n = full_every(r);
+  if (n == 0) return r;
+  return (j + 1) % n == 0 ? recompute_mode::full : recompute_mode::none;
+}
+// Returns the layers of a stage of `layers` layers that `r` fully recomputes: layers / N under full_every_N.
+constexpr std::int64_t fully_recomputed_layers(recompute_mode r, std::int64_t layers) {
+  const int n = full_every(r);
+  return n == 0 ? (r == recompute_mode::full ? layers : 0) : layers / n;
+}
 enum class attention_kind { eager, flash };
 // How the loss holds the logits (docs/model.md, "The output phase"): fused = Megatron's vocab-parallel
 // cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); unfused = PyTorch's
@@ -31,15 +76,31 @@ struct enum_name {
   E value;
   const char* name;
 };
+// The modes the layout search tries when --recompute is not given (search_space.cpp iterates this table): the
+// three every framework runs. selective-op is torchtitan's alone, so the search tries it only when asked.
 inline constexpr enum_name<recompute_mode> recompute_names[] = {
     {recompute_mode::none, "none"}, {recompute_mode::selective, "selective"}, {recompute_mode::full, "full"}};
+// Every mode a user, a problem file or an importer may name: the searched three and torchtitan's policies.
+inline constexpr enum_name<recompute_mode> recompute_mode_names[] = {
+    {recompute_mode::none, "none"},
+    {recompute_mode::selective, "selective"},
+    {recompute_mode::full, "full"},
+    {recompute_mode::selective_op, "selective-op"},
+    {recompute_mode::full_every_2, "full-every-2"},
+    {recompute_mode::full_every_3, "full-every-3"},
+    {recompute_mode::full_every_4, "full-every-4"},
+    {recompute_mode::full_every_5, "full-every-5"},
+    {recompute_mode::full_every_6, "full-every-6"},
+    {recompute_mode::full_every_7, "full-every-7"},
+    {recompute_mode::full_every_8, "full-every-8"}};
+static_assert(std::size(recompute_mode_names) == recompute_mode_count);
 inline constexpr enum_name<attention_kind> attention_names[] = {{attention_kind::eager, "eager"},
                                                                 {attention_kind::flash, "flash"}};
 inline constexpr enum_name<loss_kind> loss_names[] = {{loss_kind::fused, "fused"},
                                                       {loss_kind::unfused, "unfused"}};
 // Returns the name table of E (chosen by the argument's type; its value is ignored).
 constexpr std::span<const enum_name<recompute_mode>> name_table(recompute_mode) {
-  return recompute_names;
+  return recompute_mode_names;
 }
 constexpr std::span<const enum_name<attention_kind>> name_table(attention_kind) {
   return attention_names;
@@ -224,8 +285,9 @@ bad_input recipe_zero_error(const recipe& r, int zero);
 // Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
 // to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
 // tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence
-// parallelism). With schedule_error, the one statement of what a valid layout is; --suggest enumerates
-// by both.
+// parallelism), torchtitan's per-op recompute (selective-op) on a layer it is not modelled for (mixture of
+// experts, multi-latent attention, eager attention: torchtitan runs SDPA; FP8 linears). With schedule_error, the one
+// statement of what a valid layout is; --suggest enumerates by both.
 std::optional<bad_input> layout_error(const problem& p, const layout& l);
 // Returns the first expert-parallel or hybrid-sharding field of `l` that does not fit `p`, or nullopt (the
 // last check of layout_error): ep, etp or dp-replicate on a dense model; routed experts not divisible by ep;

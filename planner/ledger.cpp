@@ -16,6 +16,7 @@ ledger_shape shape_of(const problem& p, const layout& l) {
   s.routing = p.training.routing;
   s.recompute_modules = p.training.recompute_modules;
   s.fp8 = p.precision.fp8_activations;
+  s.op_policy = l.recompute == recompute_mode::selective_op;
   return s;
 }
 
@@ -80,6 +81,60 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
       moe);
   add("moe.experts.act.output", lin16 + "*R*F/etp", {R, fe}, lin, act_role::saved, moe | act_mod);
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
+}
+
+// Marks or adds, through `add`, what torchtitan's per-op policy keeps of a dense layer with standard attention
+// (docs/model.md, "torchtitan's per-op policy"): its save list holds aten.mm, the SDPA kernels, the
+// reduce-scatter and max, and of the matmuls it keeps every other one, counting from the block's first
+// (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py l.214-223, 250-264; the same rule
+// at 238fa995 torchtitan/distributed/activation_checkpoint.py l.98-122). The checkpoint keeps the block's
+// input. A kept output that is a ledger tensor already (SwiGLU's gate, the GeLU input, SDPA's log-sum-exp)
+// is marked op_saved; the others are added as op_output entries.
+template <class Add>
+void op_policy_entries(const model_spec& m, const ledger_shape& s, std::vector<ledger_entry>& out, Add& add) {
+  const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
+  const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
+  const std::int64_t q_width = m.heads / t * m.head_dim;
+  const std::int64_t kv_width = (m.kv_heads >= t ? m.kv_heads / t : 1) * m.head_dim, f = m.ffn_hidden / t;
+  const std::string a16 = std::to_string(act), T = s.sp ? "/t" : "";
+  auto mark = [&](const char* name) {
+    for (auto& e : out)
+      if (e.name == name) e.op_saved = true;
+  };
+  mark("ln1.input");
+  // The block's matmuls in the order torchtitan's Llama block runs them (model.py: wq, wk, wv, wo; then w1,
+  // w3, w2 as in w2(silu(w1(x)) * w3(x)); a GeLU MLP's fc1, fc2). Under tensor parallelism the row-parallel
+  // wo and w2 return partial sums over the whole hidden size before their reduce-scatter.
+  struct mm {
+    const char* name;
+    const char* formula;
+    std::int64_t width;
+    const char* ledger_name;  // the ledger tensor this output is, or nullptr
+  };
+  std::vector<mm> mms = {{"attn.wq.output", "*s*b*a*d/t", q_width, nullptr},
+                         {"attn.wk.output", "*s*b*kv*d/t", kv_width, nullptr},
+                         {"attn.wv.output", "*s*b*kv*d/t", kv_width, nullptr},
+                         {"attn.wo.output", "*s*b*h", h, nullptr}};
+  if (m.mlp == mlp_kind::swiglu)
+    mms.insert(mms.end(), {{"mlp.w1.output", "", f, "mlp.gate"},
+                           {"mlp.w3.output", "", f, "mlp.up"},
+                           {"mlp.w2.output", "*s*b*h", h, nullptr}});
+  else
+    mms.insert(mms.end(), {{"mlp.fc1.output", "", f, "mlp.gelu.input"}, {"mlp.fc2.output", "*s*b*h", h, nullptr}});
+  for (std::size_t i = 0; i < mms.size(); ++i) {
+    const auto& x = mms[i];
+    if (i == 3) {  // SDPA runs between wv and wo: its output and (flash) its log-sum-exp are on the list
+      add("attn.sdpa.output", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::op_output);
+      if (s.attention == attention_kind::flash) mark("attn.flash.logsumexp");
+    }
+    const bool saved = i % 2 == 0;  // the 1st, 3rd, ... matmul is kept, the 2nd, 4th, ... recomputed
+    if (saved && x.ledger_name) mark(x.ledger_name);
+    if (saved && !x.ledger_name) add(x.name, a16 + x.formula, {s_local, b, x.width}, act, act_role::op_output);
+    // The row-parallel outputs' reduce-scatter under sequence parallelism (torchtitan's TP plan: wo and w2
+    // are RowwiseParallel with a sequence-sharded output).
+    if ((i == 3 || i + 1 == mms.size()) && s.sp)
+      add(std::string(x.name) + ".reduce_scatter", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::op_output);
+  }
 }
 
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer) {
@@ -173,15 +228,18 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   }
   add("mlp.fc2.input", lin16 + "*s*b*f/t", {s_local, b, f}, lin, act_role::saved, mlp);
   if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
+  if (s.op_policy && !m.mla.enabled()) op_policy_entries(m, s, out, add);
   return out;
 }
 
 activation_sums sum_ledger(const std::vector<ledger_entry>& ledger, std::uint32_t modules) {
   activation_sums s;
   for (const auto& e : ledger) {
-    s.none = detail::checked_add(s.none, e.bytes, "activation ledger");
+    if (kept_for_backward(e, recompute_mode::none, modules))
+      s.none = detail::checked_add(s.none, e.bytes, "activation ledger");
     if (kept_for_backward(e, recompute_mode::selective, modules)) s.selective += e.bytes;
     if (kept_for_backward(e, recompute_mode::full, modules)) s.full += e.bytes;
+    if (kept_for_backward(e, recompute_mode::selective_op, modules)) s.op += e.bytes;
   }
   return s;
 }
@@ -190,7 +248,7 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
                                                std::int64_t unsharded_grad_bytes, bool moe_layer) {
   std::vector<ledger_entry> out;
   for (const auto& e : layer_ledger(m, s, moe_layer)) {
-    if (!kept_for_backward(e, r, s.recompute_modules)) {
+    if (e.role != act_role::op_output && !kept_for_backward(e, r, s.recompute_modules)) {
       out.push_back(e);
       out.back().name = "recomputed." + e.name;
     }
@@ -278,10 +336,19 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
 
 peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
   peak_sums p;
-  for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+  for (auto r :
+       {recompute_mode::none, recompute_mode::selective, recompute_mode::full, recompute_mode::selective_op}) {
     p.working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0));
     if (m.moe.enabled())
       p.moe_working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0, true));
+  }
+  // full_every_N: the largest layer working set is a recomputed layer's (the stage's first N - 1 layers are
+  // not recomputed; estimate() asks for none's where a stage has fewer than N layers).
+  const auto full = static_cast<std::size_t>(recompute_mode::full);
+  for (int n = 2; n <= max_full_every; ++n) {
+    const auto i = static_cast<std::size_t>(full_every_mode(n));
+    p.working_set[i] = p.working_set[full];
+    p.moe_working_set[i] = p.moe_working_set[full];
   }
   if (m.moe.enabled()) p.moe_layer = sum_ledger(layer_ledger(m, s, true), s.recompute_modules);
   p.output_phase = total_bytes(output_phase_tensors(m, s));

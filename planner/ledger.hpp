@@ -18,11 +18,19 @@ enum class act_role {
   layer_input,     // the layer's input: the one tensor full recomputation keeps
   saved,           // kept without recomputation and with selective recomputation
   attention_core,  // the attention core's internals: dropped by selective recomputation
+  // An op output only torchtitan's per-op policy keeps (a matmul's, SDPA's or a reduce-scatter's output that
+  // the other modes hold only while the layer runs forward): counted under selective_op alone.
+  op_output,
 };
 
 // The keep-rule of each recompute mode, stated once: none keeps every tensor for backward, selective all
 // but the attention core (Korthikanti et al.'s selective recomputation), full only the layer's input.
+// selective_op keeps, by role alone, the layer input (the entry-wise rule below reads ledger_entry::op_saved).
+// full_every_N answers as full, the rule of its recomputed layers: ask it of mode_of_layer(r, j) for layer j.
 inline bool kept_for_backward(act_role role, recompute_mode r) {
+  if (full_every(r) > 0) r = recompute_mode::full;
+  if (role == act_role::op_output || r == recompute_mode::selective_op)
+    return r == recompute_mode::selective_op && (role == act_role::layer_input || role == act_role::op_output);
   if (r == recompute_mode::none) return true;
   if (r == recompute_mode::selective) return role != act_role::attention_core;
   return role == act_role::layer_input;
@@ -36,11 +44,18 @@ struct ledger_entry {
   std::int64_t bytes = 0;  // product of shape times dtype_bytes
   act_role role = act_role::saved;
   std::uint32_t modules = 0;  // the recompute modules (module_bit) whose recomputation drops this tensor
+  // torchtitan's per-op policy keeps this tensor (selective_op): the layer input, and the op outputs on its
+  // save list that are themselves ledger tensors (an odd-numbered matmul's output such as SwiGLU's gate,
+  // SDPA's log-sum-exp). Every op_output entry is kept too.
+  bool op_saved = false;
 };
 
 // The keep-rule with Megatron's recompute modules: selective recomputation drops the tensors of every
 // module in `modules` (the attention core's when core_attn is among them); none and full as above.
 inline bool kept_for_backward(const ledger_entry& e, recompute_mode r, std::uint32_t modules) {
+  if (full_every(r) > 0) r = recompute_mode::full;
+  if (r == recompute_mode::selective_op) return e.op_saved || e.role == act_role::op_output;
+  if (e.role == act_role::op_output) return false;  // a transient of the forward in every other mode
   if (r != recompute_mode::selective) return kept_for_backward(e.role, r);
   if (e.role == act_role::attention_core && (modules & module_bit(recompute_module::core_attn))) return false;
   return (e.modules & modules) == 0;
@@ -67,6 +82,9 @@ struct ledger_shape {
   moe_routing routing;
   std::uint32_t recompute_modules = default_recompute_modules;
   bool fp8 = false;  // FP8 training: the linear layers' saved inputs are 1 byte (recipe::fp8_activations)
+  // The layout runs torchtitan's per-op policy (recompute_mode::selective_op): the ledger adds the op outputs
+  // it keeps (act_role::op_output). Set by shape_of; the other modes' sums do not depend on it.
+  bool op_policy = false;
   // Returns the bytes of a linear layer's saved input: 1 under FP8, else the activation bytes.
   std::int64_t linear_input_bytes() const { return fp8 ? 1 : activation_bytes; }
   // Returns the expert tp degree.
@@ -78,8 +96,9 @@ ledger_shape shape_of(const problem& p, const layout& l);
 
 // Returns, in order of creation in the forward pass, the tensors one layer keeps for backward for one
 // micro-batch on one rank, without recomputation: the attention (standard or multi-latent) and the MLP, a
-// MoE one (router, dispatch, routed and shared experts) when `moe_layer`. Throws bad_input if a byte count
-// would overflow, or when `moe_layer` is asked of a dense model.
+// MoE one (router, dispatch, routed and shared experts) when `moe_layer`. With s.op_policy, a dense layer
+// with standard attention also lists the op outputs torchtitan's per-op policy keeps (op_policy_entries).
+// Throws bad_input if a byte count would overflow, or when `moe_layer` is asked of a dense model.
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer = false);
 
 // Returns the routed rows one rank's experts process per micro-batch in a MoE layer (docs/model.md, "Routed
@@ -94,9 +113,22 @@ struct activation_sums {
   std::int64_t none = 0;
   std::int64_t selective = 0;  // without the attention core
   std::int64_t full = 0;       // the layer input only
-  // Returns the bytes kept under `r`.
+  std::int64_t op = 0;         // torchtitan's per-op policy: its saved op outputs and the layer input
+  // Returns the bytes kept under `r`; under full_every_N the mean over N layers, ((N-1) none + full) / N
+  // rounded up (a stage's exact figure is layered_bytes).
   std::int64_t of(recompute_mode r) const {
-    return r == recompute_mode::none ? none : r == recompute_mode::selective ? selective : full;
+    if (const int n = full_every(r)) return ((n - 1) * none + full + n - 1) / n;
+    return r == recompute_mode::none        ? none
+           : r == recompute_mode::selective ? selective
+           : r == recompute_mode::full      ? full
+                                            : op;
+  }
+  // Returns the bytes `layers` layers keep under `r`: under full_every_N, layers / N of them fully recomputed
+  // and the rest not; otherwise layers x of(r). No overflow check (callers bound the sums).
+  std::int64_t layered_bytes(recompute_mode r, std::int64_t layers) const {
+    if (full_every(r) == 0) return layers * of(r);
+    const std::int64_t k = fully_recomputed_layers(r, layers);
+    return (layers - k) * none + k * full;
   }
 };
 
@@ -106,9 +138,10 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger,
                            std::uint32_t modules = default_recompute_modules);
 
 // Returns the tensors alive together during one layer's backward pass besides the saved activations:
-// the tensors the recompute mode dropped (recomputed now), the gradients flowing through the layer
-// (w.r.t. its output and input, its widest MLP activation and, eager, the attention probabilities), and,
-// when `unsharded_grad_bytes` > 0 (ZeRO >= 2), the layer's parameter gradients before reduce-scatter.
+// the tensors the recompute mode dropped (recomputed now; op outputs are never among them), the gradients
+// flowing through the layer (w.r.t. its output and input, its widest MLP activation and, eager, the attention
+// probabilities), and, when `unsharded_grad_bytes` > 0 (ZeRO >= 2), the layer's parameter gradients before
+// reduce-scatter.
 // The reference case leaves this working set to the reserve; the planner reports it and the probes replay it.
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes, bool moe_layer = false);
@@ -125,13 +158,13 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
 // of one layer under each recompute mode (without ZeRO's unsharded gradients, which depend on the
 // layout) and the last stage's output phase. The search precomputes these per (tp, sp, cp).
 struct peak_sums {
-  std::array<std::int64_t, 3> working_set{};  // indexed by recompute_mode
+  std::array<std::int64_t, recompute_mode_count> working_set{};  // indexed by recompute_mode
   std::int64_t output_phase = 0;
   std::int64_t first_stage = 0;  // first_stage_tensors, per micro-batch in flight
   // A MoE model's MoE layers (all zero for a dense model): what one keeps per micro-batch under each
   // recompute mode, and its backward working set (dispatch buffers included) under each.
   activation_sums moe_layer;
-  std::array<std::int64_t, 3> moe_working_set{};
+  std::array<std::int64_t, recompute_mode_count> moe_working_set{};
   std::int64_t working_set_of(recompute_mode r) const { return working_set[static_cast<std::size_t>(r)]; }
   // Returns the working set of a stage that holds MoE layers or not: the larger of the two layer kinds'.
   std::int64_t working_set_of(recompute_mode r, bool has_moe) const {

@@ -1,6 +1,7 @@
 // recipe.cpp: the built-in precision recipes and the JSON format of custom ones.
 #include "recipe.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -16,10 +17,14 @@ std::int64_t recipe::bytes_per_param() const {
   return s;
 }
 
+int recipe::lowest_zero() const {
+  return std::max(min_zero, name.rfind("megatron-distopt", 0) == 0 ? 1 : 0);
+}
+
 int recipe::highest_zero() const {
   for (const auto& b : buffers)
-    if (b.shard_from > 3) return 1;
-  return 3;
+    if (b.shard_from > 3) return std::min(max_zero, 1);
+  return max_zero;
 }
 
 std::int64_t recipe::bytes_of(buffer_kind k) const {
@@ -47,7 +52,7 @@ std::vector<std::string> builtin_recipes() {
   return {"bf16-adam",     "fp32-adam",        "fp16-adam",      "bf16-adam-fp32-grads",
           "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16",
           "megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments",
-          "megatron-distopt-bf16-grads"};
+          "megatron-distopt-bf16-grads", "megatron-fp8", "fsdp2-fp8", "fsdp2-fp8-allgather"};
 }
 
 namespace {
@@ -100,6 +105,66 @@ recipe megatron_variant(const std::string& name) {
              {"Adam m (bf16)", k::optimizer, 2, 1},
              {"Adam v (bf16)", k::optimizer, 2, 1}},
             2, 0, 0, 0, false};
+  return {};
+}
+
+// Returns FP8 training without Megatron's distributed optimizer (empty when `name` is none of them). Sources:
+// NVIDIA/Megatron-LM @ d98e8a64, NVIDIA/TransformerEngine @ d0067d0d, pytorch/ao @ 36027d82, pytorch/torchtitan
+// @ 238fa995 (the last commit with TOML job files).
+recipe fp8_variant(const std::string& name) {
+  using k = buffer_kind;
+  if (name == "megatron-fp8") {
+    // Megatron's DDP with TransformerEngine FP8 (--fp8-format without --use-distributed-optimizer). Nothing is
+    // sharded: Float16OptimizerWithFloat16Params keeps an fp32 clone of every bf16 parameter as the master and
+    // Adam's state on it (megatron/core/optimizer/optimizer.py l.1012); --bf16 accumulates and reduces the
+    // gradients in an fp32 main_grad buffer (megatron/training/arguments.py l.1209-1216), which the step uses
+    // as the master's gradient without a copy (optimizer.py l.1097, .float() of an fp32 tensor). Each linear
+    // weight gains a cached FP8 copy (rowwise) and, for the backward GEMM, its transpose (columnwise),
+    // 1 + 1 bytes (TE transformer_engine/pytorch/module/linear.py l.467-475): Megatron passes
+    // is_first_microbatch (megatron/core/extensions/transformer_engine.py l.1338-1345), so TE keeps them in
+    // the module's _fp8_workspaces across micro-batches and steps (linear.py l.1958, l.2068-2071; base.py
+    // l.915). The amax history (TE base.py l.1139: 3 fp32 entries per GEMM forward and 2 backward, times
+    // --fp8-amax-history-len, 1 by default, transformer_config.py l.621) is under 3 MiB for a 7B model even at
+    // TE's 1024 (common/recipe/__init__.py l.255): left to the reserve.
+    recipe r{name, {}, 2, 0, 0, 0, true};
+    r.buffers = {{"bf16 parameters", k::params, 2, 4},
+                 {"FP8 weights + transposes (linear layers)", k::params, 2, 4},
+                 {"fp32 main gradients", k::grads, 4, 4},
+                 {"fp32 master weights", k::master, 4, 4},
+                 {"Adam m (fp32)", k::optimizer, 4, 4},
+                 {"Adam v (fp32)", k::optimizer, 4, 4}};
+    r.linear_only = 1u << 1;
+    r.max_zero = 0;
+    r.zero_note = "Megatron's DDP shards nothing; --use-distributed-optimizer is megatron-distopt-fp8 with --zero 1";
+    r.source = "Megatron-LM optimizer.py l.1012, arguments.py l.1209-1216; TransformerEngine linear.py "
+               "l.467-475, l.1958, l.2068-2071 (FP8 weight + transpose cached); TE issues #257, #1261, #1429";
+    return r;
+  }
+  if (name == "fsdp2-fp8" || name == "fsdp2-fp8-allgather") {
+    // torchtitan's Float8 converter over FSDP2 (torchao Float8Linear, tensorwise dynamic scaling): the state is
+    // fsdp2-bf16's, fp32 parameter shards as the master, fp32 gradients, fp32 Adam state, all sharded. torchao
+    // casts to FP8 per GEMM and saves the high-precision input and weight for backward (torchao
+    // float8/float8_linear.py l.45), so activations stay 2 bytes and no FP8 copy persists; dynamic scaling
+    // keeps no amax history (delayed scaling was removed, float8_linear.py l.323). With
+    // enable_fsdp_float8_all_gather (only with dp_shard > 1 and the tensorwise recipe: torchtitan
+    // components/quantization/float8.py l.65-69, l.87-93) each fp32 shard is cast to FP8 before the
+    // all-gather and the gathered weight is FP8, 1 byte (torchao float8/fsdp_utils.py l.228-251,
+    // fsdp_post_all_gather l.253-285); the embedding, norms and the output head, which torchtitan's configs
+    // leave out (filter_fqns = ["output"], llama3_405b.toml l.64), gather in bf16.
+    const bool ag = name == "fsdp2-fp8-allgather";
+    recipe r{name, {}, 2, 0, 0, 0, false};
+    r.buffers = {{"fp32 parameters (sharded, the master)", k::params, 4, 3},
+                 {"fp32 gradients", k::grads, 4, 2},
+                 {"Adam m (fp32)", k::optimizer, 4, 1},
+                 {"Adam v (fp32)", k::optimizer, 4, 1}};
+    r.gather_bytes = ag ? 1 : 2;
+    r.gather_bytes_other = ag ? 2 : 0;
+    r.min_zero = 3;
+    r.zero_note = "FSDP2's fully_shard shards parameters, gradients and optimizer state: give --zero 3";
+    r.source = ag ? "torchao float8_linear.py l.45, fsdp_utils.py l.228-285; torchtitan float8.py l.87-93"
+                  : "torchao float8_linear.py l.45 (high-precision input and weight saved; FP8 casts per GEMM)";
+    return r;
+  }
   return {};
 }
 
@@ -182,6 +247,7 @@ recipe builtin(const std::string& name) {
     return r;
   }
   if (name.rfind("megatron-distopt-", 0) == 0) return megatron_variant(name);
+  if (name == "megatron-fp8" || name.rfind("fsdp2-fp8", 0) == 0) return fp8_variant(name);
   if (name == "fp16-nomaster")
     // OPT-175B (Zhang et al., arXiv 2205.01068, section 2.5): fp16 weights, Adam state in fp32, no fp32
     // master copy; dynamic loss scaling: 2 + 2 + 8 = 12 bytes per parameter.
@@ -212,12 +278,22 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
   require_known_keys(j,
-                     {"name", "source", "note", "activation_bytes", "buffers", "gather_bytes", "fp8_activations"},
+                     {"name", "source", "note", "activation_bytes", "buffers", "gather_bytes", "gather_bytes_other",
+                      "fp8_activations", "zero_stages"},
                      origin);
   recipe r;
   r.name = opt_string_field(j, "name", origin).value_or(origin);
+  r.source = opt_string_field(j, "source", origin).value_or("");
   r.activation_bytes = opt_int_field(j, "activation_bytes", origin, 1, 8).value_or(2);
   r.gather_bytes = opt_int_field(j, "gather_bytes", origin, 0, 64).value_or(0);
+  r.gather_bytes_other = opt_int_field(j, "gather_bytes_other", origin, 0, 64).value_or(0);
+  if (auto z = j.find("zero_stages"); z != j.end()) {  // [lowest, highest], as `headroom recipes --json` writes
+    if (!z->is_array() || z->size() != 2 || !(*z)[0].is_number_integer() || !(*z)[1].is_number_integer() ||
+        (*z)[0].get<std::int64_t>() < 0 || (*z)[1].get<std::int64_t>() > 3 || (*z)[0] > (*z)[1])
+      throw bad_input(origin + ".zero_stages", "must be [lowest, highest] with 0 <= lowest <= highest <= 3");
+    r.min_zero = (*z)[0].get<int>();
+    r.max_zero = (*z)[1].get<int>();
+  }
   r.fp8_activations = opt_bool_field(j, "fp8_activations", origin).value_or(false);
   auto it = j.find("buffers");
   if (it == j.end() || !it->is_array() || it->empty())
@@ -271,6 +347,9 @@ nlohmann::json recipe_to_json(const recipe& r) {
   }
   nlohmann::json j = {{"name", r.name}, {"activation_bytes", r.activation_bytes}, {"buffers", b}};
   if (r.gather_bytes) j["gather_bytes"] = r.gather_bytes;
+  if (r.gather_bytes_other) j["gather_bytes_other"] = r.gather_bytes_other;
+  if (!r.source.empty()) j["source"] = r.source;
+  if (r.min_zero != 0 || r.max_zero != 3) j["zero_stages"] = {r.lowest_zero(), r.highest_zero()};
   if (r.fp8_activations) j["fp8_activations"] = true;
   return j;
 }
@@ -286,12 +365,11 @@ recipe load_recipe(const std::string& name_or_path) {
   if (!name_or_path.empty() && !ec && std::filesystem::exists(st))
     return recipe_from_json(read_json_file(name_or_path),
                             shown_name(std::filesystem::path(name_or_path).filename().string()));
-  std::string known;
-  for (const auto& n : builtin_recipes()) known += (known.empty() ? "" : ", ") + n;
+  // The built-in names are listed by `headroom recipes`; sixteen of them no longer fit one readable line.
   const std::string near = detail::closest_name(name_or_path, builtin_recipes());
   throw bad_input("recipe", "unknown recipe '" + shown_name(name_or_path) + "'" +
-                                (near.empty() ? "" : " (did you mean '" + near + "'?)") + " (built in: " + known +
-                                "; or a JSON file)");
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                                " (`headroom recipes` lists the built-in ones; or a JSON file)");
 }
 
 }  // namespace headroom

@@ -95,7 +95,10 @@ void layout_search::precompute_ledger(std::optional<bad_input>& first_error) {
     if (e) continue;
     std::size_t i = 0;
     while (i + 1 < m_problems.size() && m_problems[i].training.micro_batch != x.micro_batch) ++i;
-    const ledger_shape shape = shape_of(m_problems[i], x.where);
+    ledger_shape shape = shape_of(m_problems[i], x.where);
+    // torchtitan's per-op policy keeps op outputs no other mode lists: the ledger lists them when the
+    // search is held to that mode (the search tries it only when --recompute names it).
+    shape.op_policy = m_axes.recompute == recompute_mode::selective_op;
     auto sums = sum_ledger(layer_ledger(m, shape), m_problems[i].training.recompute_modules);
     detail::checked_mul(sums.none, m.layers * 4, "activations");
     const peak_sums peaks = sum_peaks(m, shape);

@@ -79,6 +79,38 @@ TEST(Calibrate, RefusesDegenerateInputs) {
   EXPECT_FALSE(nnls({}, {}));
 }
 
+// Every failure of the fit names the records it was given; one with no non-negative answer names those
+// measured below what their case holds, with the shortfall.
+TEST(Calibrate, FailuresNameTheRecords) {
+  auto recs = planted_set(gib, 0.1, 10);
+  auto message = [](const std::vector<measurement_record>& rs) {
+    try {
+      fit(rs);
+    } catch (const bad_input& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string e = message({recs[0]});
+  EXPECT_NE(e.find("(records: " + recs[0].origin + ")"), std::string::npos) << e;
+  e = message({recs[0], recs[0], recs[0]});
+  EXPECT_NE(e.find("cannot tell these terms apart"), std::string::npos) << e;
+  EXPECT_NE(e.find(recs[0].origin), std::string::npos) << e;
+  // Sim records of four models (no context column) whose reserved peaks are 1 GiB below the model's held
+  // bytes: every subset's least squares is negative.
+  std::vector<measurement_record> below;
+  const auto sims = planted_set(gib, 0.1, 10, true);
+  for (int i : {0, 2, 3, 5}) {
+    auto r = sims[static_cast<std::size_t>(i)];
+    r.peak_reserved = r.persistent + r.transient + r.activations - gib;
+    below.push_back(r);
+  }
+  e = message(below);
+  EXPECT_NE(e.find("no non-negative solution"), std::string::npos) << e;
+  EXPECT_NE(e.find(below[0].origin + " (1024 MiB below)"), std::string::npos) << e;
+  EXPECT_NE(e.find(below[1].origin + " (1024 MiB below)"), std::string::npos) << e;
+}
+
 TEST(Calibrate, FileRoundTripsAndFeedsThePlanner) {
   const calibration c = fit(planted_set(2 * gib, 0.1, 1000));
   const calibration back = calibration_from_json(nlohmann::json::parse(to_json(c).dump()), "cal.json");

@@ -68,9 +68,14 @@ TEST(Layout, OneNameTablePerEnum) {
   for (auto k : {loss_kind::fused, loss_kind::unfused}) EXPECT_EQ(parse_name<loss_kind>(to_string(k)), k);
   EXPECT_FALSE(parse_name<recompute_mode>("FULL"));
   EXPECT_FALSE(parse_name<attention_kind>(""));
-  EXPECT_EQ(names_of<recompute_mode>(), (std::vector<std::string>{"none", "selective", "full"}));
+  EXPECT_EQ(names_of<recompute_mode>(),
+            (std::vector<std::string>{"none", "selective", "full", "selective-op", "full-every-2", "full-every-3",
+                                      "full-every-4", "full-every-5", "full-every-6", "full-every-7",
+                                      "full-every-8"}));
   EXPECT_EQ(names_of<attention_kind>(), (std::vector<std::string>{"eager", "flash"}));
-  EXPECT_EQ(names_phrase<recompute_mode>(), "none, selective or full");
+  EXPECT_EQ(names_phrase<recompute_mode>(),
+            "none, selective, full, selective-op, full-every-2, full-every-3, full-every-4, full-every-5, "
+            "full-every-6, full-every-7 or full-every-8");
   EXPECT_EQ(names_phrase<loss_kind>(), "fused or unfused");
 }
 

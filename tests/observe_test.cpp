@@ -67,7 +67,9 @@ TEST(Observe, HostileTablesNameRowAndColumn) {
       {head + "--preset gpt3-1.3b --gpus 8,reserved_peak,nan,GiB\n", "row 1, column 'value'"},
       {head + "--preset gpt3-1.3b --gpus 8,reserved_peak,12 GiB,GiB\n", "row 1, column 'value'"},
       {head + "--preset gpt3-1.3b --gpus 8,reserved_peak,1\n", "row 1: 3 fields for 4 columns"},
-      {head + "\"--preset gpt3-1.3b,reserved_peak,1,GiB\n", "a quoted field is not closed"},
+      {head + "\"--preset gpt3-1.3b,reserved_peak,1,GiB\n", "row 1: a quoted field is not closed: it opened on line 2"},
+      {head + ok + ok + "x,\"y\n" + ok, "row 3: a quoted field is not closed: it opened on line 4"},
+      {"problem,\"figure,value,unit\n" + ok, "runs.csv: header: a quoted field is not closed: it opened on line 1"},
       {head, "no runs after the header"},
       {"", "empty"},
   };
@@ -90,6 +92,42 @@ TEST(Observe, HostileTablesNameRowAndColumn) {
   k["runs"][0]["value"] = true;
   EXPECT_NE(observe_error_of([&] { observations_from_json(k, "runs.json"); }).find("column 'value'"),
             std::string::npos);
+}
+
+// Excel's "CSV UTF-8" starts with a byte order mark: it is not part of the first column's name.
+TEST(Observe, CsvByteOrderMarkIsStripped) {
+  const auto rows = observations_from_csv(
+      "\xEF\xBB\xBFname,problem,figure,value,unit\nx,--preset gpt3-1.3b --gpus 8,reserved_peak,1,GiB\n", "runs.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "x");
+  // Only at the start: elsewhere it is a byte of a cell.
+  EXPECT_NE(observe_error_of([] { observations_from_csv("problem,\xEF\xBB\xBF" "figure,value,unit\n", "r.csv"); })
+                .find("unknown column"),
+            std::string::npos);
+}
+
+// A figure below the state every rank holds is refused at its row. gpt3-1.3b's parameters, by the
+// architecture (24 layers, hidden 2048, 50257-token vocabulary, 2048 positions): 12 x 24 x 2048^2 +
+// (50257 + 2048) x 2048 = 1.315e9; in bf16 alone 2.6 GB on one GPU, far above 1 GiB.
+TEST(Observe, FigureBelowTheStateIsRefused) {
+  const problem p = test::preset_problem("gpt3-1.3b");
+  layout l;
+  l.gpus = 1;
+  const breakdown b = estimate(p, l);
+  observation_row r;
+  r.row = 7;
+  r.figure = figure_kind::reserved_peak;
+  r.as_given = "1 MiB";
+  r.bytes = std::int64_t{1} << 20;
+  const std::string e = observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); });
+  EXPECT_NE(e.find("runs.csv: row 7, column 'value'"), std::string::npos) << e;
+  EXPECT_NE(e.find("reserved_peak 1 MiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("the problem does not describe the run that was measured"), std::string::npos) << e;
+  r.bytes = b.worst_stage().persistent;  // exactly the state: possible
+  EXPECT_EQ(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
+  r.bytes -= 1;
+  EXPECT_NE(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
+  EXPECT_GT(b.worst_stage().persistent, std::int64_t{2600} * 1000 * 1000);  // 1.315e9 x 2 bytes at least
 }
 
 // The record carries the figure into the field its kind names, and its case exactly.

@@ -48,20 +48,21 @@ TEST(TorchtitanConfig, Llama3_405bOn128Gpus) {
   EXPECT_EQ(imp.global_batch, 32);
   EXPECT_EQ(imp.seq, 8192);
   EXPECT_EQ(imp.fp8, "current");  // converters = ["float8"], tensorwise dynamic scaling
-  EXPECT_EQ(imp.recipe, "fsdp2-bf16");
-  EXPECT_TRUE(titan_has_prefix(imp.unmodelled, "float8.enable_fsdp_float8_all_gather"));
+  // enable_fsdp_float8_all_gather = true with dp_shard 16: torchao gathers the linear weights in FP8.
+  EXPECT_EQ(imp.recipe, "fsdp2-fp8-allgather");
+  EXPECT_FALSE(titan_has_prefix(imp.unmodelled, "float8.enable_fsdp_float8_all_gather"));
   EXPECT_TRUE(titan_has_prefix(imp.unused, "compile.enable"));
   EXPECT_TRUE(titan_has_prefix(imp.unused, "validation.steps"));
 }
 
 TEST(TorchtitanConfig, DeepSeekV3_671bSelectiveOpAc) {
-  // selective_ac_option 'op' is priced as selective and listed; the converters line is commented out, so
-  // the [quantize] sections convert nothing.
+  // selective_ac_option 'op' is torchtitan's per-op policy, read as selective-op (its plan refuses it for a
+  // MoE model: layout_error); the converters line is commented out, so the [quantize] sections convert nothing.
   const launch_import imp = load_torchtitan_config(torchtitan_data("deepseek_v3_671b.toml"), {}, 64);
   EXPECT_EQ(imp.dp, 64);
   EXPECT_EQ(imp.ep, 1);
-  EXPECT_EQ(imp.recompute, recompute_mode::selective);
-  EXPECT_TRUE(titan_has_prefix(imp.unmodelled, "activation_checkpoint.selective_ac_option"));
+  EXPECT_EQ(imp.recompute, recompute_mode::selective_op);
+  EXPECT_FALSE(titan_has_prefix(imp.unmodelled, "activation_checkpoint.selective_ac_option"));
   EXPECT_FALSE(imp.fp8.has_value());
   EXPECT_EQ(imp.micro_batch, 4);
   EXPECT_EQ(imp.global_batch, 4 * 64);
@@ -102,6 +103,11 @@ TEST(TorchtitanConfig, OlderFileWithTopLevelFloat8Section) {
   EXPECT_TRUE(titan_has_prefix(imp.unused, "float8.filter_fqns"));
   EXPECT_TRUE(titan_has_prefix(imp.unused, "checkpoint.enable_checkpoint"));
   for (const auto& u : imp.unmodelled) EXPECT_EQ(u.find("unknown key"), std::string::npos) << u;
+  // mode = "selective", selective_ac_option = "op": the per-op policy, derived and shown, not unmodelled.
+  EXPECT_EQ(imp.recompute, recompute_mode::selective_op);
+  EXPECT_TRUE(std::any_of(imp.derived.begin(), imp.derived.end(), [](const import_note& n) {
+    return n.field == "recompute" && n.value == "selective-op";
+  }));
 }
 
 TEST(TorchtitanConfig, DottedOverridesAsTheCommandLineTookThem) {
@@ -127,10 +133,16 @@ TEST(TorchtitanConfig, PipelineSchedulesAndAcOptions) {
   EXPECT_EQ(titan_from(pp, 8).vpp, 2);  // looped: two stages per rank (pipeline_parallel.py l.111-115)
   EXPECT_TRUE(titan_has_prefix(titan_from(pp, 8, {"parallelism.pipeline_parallel_schedule=ZBVZeroBubble"}).unmodelled,
                          "parallelism.pipeline_parallel_schedule: ZBVZeroBubble"));
-  // No [activation_checkpoint]: torchtitan's default, selective every 2nd layer, is not expressible.
+  // No [activation_checkpoint]: torchtitan's default, selective every 2nd layer (l.39-40: checkpointed when
+  // the block count is a multiple of 2): full-every-2. Up to every 8th is modelled; beyond, it is listed.
   launch_import imp = titan_from("", 8);
+  EXPECT_EQ(imp.recompute, recompute_mode::full_every_2);
+  EXPECT_FALSE(titan_has_prefix(imp.unmodelled, "activation_checkpoint.selective_ac_option"));
+  EXPECT_EQ(titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"8\"\n", 8).recompute,
+            recompute_mode::full_every_8);
   EXPECT_TRUE(titan_has_prefix(
-      imp.unmodelled, "activation_checkpoint.selective_ac_option: full recompute of one layer in every 2"));
+      titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"9\"\n", 8).unmodelled,
+      "activation_checkpoint.selective_ac_option: full recompute of one layer in every 9"));
   EXPECT_EQ(imp.micro_batch, 8);  // local_batch_size default
   EXPECT_EQ(imp.seq, 2048);
   EXPECT_EQ(titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"1\"\n", 8).recompute,

@@ -37,6 +37,7 @@ struct launch_import {
   std::optional<std::int64_t> zero3_prefetch_bucket, reduce_bucket, allgather_bucket;  // elements
   std::optional<std::int64_t> seq, micro_batch, global_batch;
   std::optional<attention_kind> attention;  // Megatron's --attention-backend / --use-flash-attn
+  std::optional<loss_kind> loss;            // how the framework computes the loss (torchtitan: unfused)
   std::optional<pipeline_split> split;
   std::optional<std::string> dispatcher;   // MoE token dispatcher: "alltoall", "allgather", "flex"
   std::optional<double> capacity_factor;   // MoE expert capacity factor (with padding: padded rows)

@@ -339,8 +339,18 @@ void megatron_reader::read_precision() {
   } else if (has("--fp8-recipe")) {
     derive("fp8", "off", "--fp8-recipe without --fp8-format enables nothing");
   }
-  // FP8 under the distributed optimizer has its recipes (planner/recipe.cpp); elsewhere it stays refused.
-  if (m_out.fp8 && m_out.recipe == std::string("megatron-distopt")) {
+  // FP8 has its recipes (planner/recipe.cpp) under the distributed optimizer and under DDP with fp32 main
+  // gradients (bf16-adam-fp32-grads: --bf16, or --fp16 with --accumulate-allreduce-grads-in-fp32); elsewhere
+  // (bf16 main gradients, fp32 parameters) it stays refused.
+  if (has("--fp8-param-gather") && !has("--use-distributed-optimizer") && !fsdp && !has("--use-torch-fsdp2"))
+    throw bad_input("--fp8-param-gather", "needs --use-distributed-optimizer (or FSDP): Megatron refuses it "
+                                          "without (megatron/training/arguments.py l.1095-1097)");
+  if (m_out.fp8 && m_out.recipe == std::string("bf16-adam-fp32-grads")) {
+    m_out.recipe = "megatron-fp8";
+    derive("recipe", "megatron-fp8",
+           "FP8 without the distributed optimizer: Megatron DDP, nothing sharded; bf16 weights, fp32 main "
+           "gradients, master and Adam state, and a cached FP8 copy and transpose of each linear weight");
+  } else if (m_out.fp8 && m_out.recipe == std::string("megatron-distopt")) {
     const bool gather = has("--fp8-param-gather");
     m_out.recipe = gather ? "megatron-distopt-fp8-param-gather" : "megatron-distopt-fp8";
     derive("recipe", *m_out.recipe,
@@ -348,8 +358,12 @@ void megatron_reader::read_precision() {
                     "linear weights"
                   : "FP8 with the distributed optimizer: the bf16 weights stay and each linear weight gains an FP8 "
                     "copy and transpose");
+  } else if (m_out.fp8 && has("--grad-reduce-in-bf16") && m_out.recipe == std::string("bf16-adam")) {
+    // DDP reduces in bf16 and the step takes an fp32 copy of every gradient (optimizer.py l.1097): no recipe.
+    unmodelled("--grad-reduce-in-bf16", "bf16 main gradients with FP8 under DDP; no FP8 recipe prices them");
   } else if (has("--fp8-param-gather")) {
-    unmodelled("--fp8-param-gather", "FP8 primary weights without the distributed optimizer");
+    unmodelled("--fp8-param-gather", m_out.fp8 ? "FP8 primary weights with this precision; not modelled"
+                                                : "without --fp8-format (or with a custom recipe)");
   }
   if (has("--optimizer-cpu-offload")) {
     m_out.offload_optimizer = true;

@@ -405,7 +405,7 @@ void read_training(const json& t, const degrees& d, launch_import& imp) {
 }
 
 // [activation_checkpoint] (distributed/activation_checkpoint.py @ 238fa995 l.27-245). With no section,
-// torchtitan's default applies: selective, every 2nd layer.
+// torchtitan's default applies: selective, every 2nd layer (full-every-2).
 void read_ac(const json& a, launch_import& imp) {
   const char* w = "activation_checkpoint";
   const std::string mode = opt_str(a, "mode", w, "selective");
@@ -422,12 +422,10 @@ void read_ac(const json& a, launch_import& imp) {
   } else if (mode == "selective") {
     const std::string opt = opt_str(a, "selective_ac_option", w, "2");
     if (opt == "op") {
-      // Per-op SAC saves every other matmul output and the attention output, recomputes the rest: closest to
-      // selective, but not the attention-core recompute headroom's selective mode prices.
-      imp.recompute = recompute_mode::selective;
-      imp.unmodelled.push_back(
-          "activation_checkpoint.selective_ac_option: \"op\" (per-op policy) priced as "
-          "selective recompute");
+      // Per-op SAC (l.52-137): the outputs of the ops on its save list except every second matmul, and the
+      // block input; the planner's selective-op mode prices exactly that (planner/ledger.hpp).
+      imp.recompute = recompute_mode::selective_op;
+      imp.derived.push_back({"recompute", "selective-op", "selective_ac_option \"op\": torchtitan's per-op policy"});
     } else {
       std::int64_t every = 0;
       const bool digits = !opt.empty() && opt.size() < 10 &&
@@ -439,12 +437,17 @@ void read_ac(const json& a, launch_import& imp) {
         imp.recompute = recompute_mode::full;
         imp.derived.push_back(
             {"recompute", "full", "selective_ac_option " + opt + ": every layer checkpointed"});
+      } else if (every <= max_full_every) {
+        // Layer SAC (l.27-49): the blocks whose running count is a multiple of N are checkpointed whole.
+        imp.recompute = full_every_mode(static_cast<int>(every));
+        imp.derived.push_back({"recompute", to_string(*imp.recompute),
+                               "selective_ac_option " + opt + ": the blocks whose count is a multiple of " + opt +
+                                   " fully recomputed, the others not"});
       } else {
         imp.recompute = recompute_mode::none;
-        imp.unmodelled.push_back(
-            "activation_checkpoint.selective_ac_option: full recompute of one layer in "
-            "every " +
-            opt + ", priced as no recompute");
+        imp.unmodelled.push_back("activation_checkpoint.selective_ac_option: full recompute of one layer in every " +
+                                 opt + " (modelled up to every " + std::to_string(max_full_every) +
+                                 "), priced as no recompute");
       }
     }
   } else {
@@ -485,9 +488,26 @@ void read_converters(const json& root, const json& m, launch_import& imp) {
       imp.fp8 = "current";  // torchao's dynamic scaling: each tensor's scale from its own amax
       imp.derived.push_back(
           {"fp8", "current", "converter " + c + ", recipe " + shown_name(recipe) + " (dynamic scaling)"});
-      if (f8 && f8->is_object() &&
-          detail::opt_bool_field(*f8, "enable_fsdp_float8_all_gather", "float8").value_or(false))
-        imp.unmodelled.push_back("float8.enable_fsdp_float8_all_gather: FSDP gathers float8 weights");
+      const bool all_gather =
+          f8 && f8->is_object() &&
+          detail::opt_bool_field(*f8, "enable_fsdp_float8_all_gather", "float8").value_or(false);
+      // torchtitan refuses the FP8 all-gather with a recipe_name (components/quantization/float8.py @ 238fa995
+      // l.65-69) and applies it only where FSDP shards over dp_shard > 1 (l.87-93); torchao's Float8Linear
+      // keeps fsdp2-bf16's state either way (planner/recipe.cpp fp8_variant).
+      if (all_gather && f8->contains("recipe_name"))
+        throw bad_input("float8.enable_fsdp_float8_all_gather",
+                        "torchtitan refuses it together with recipe_name (the tensorwise default only)");
+      const bool dp_shard = !imp.dp || *imp.dp / imp.dp_replicate.value_or(1) > 1;
+      if (imp.recipe == std::string("fsdp2-bf16")) {
+        imp.recipe = all_gather && dp_shard ? "fsdp2-fp8-allgather" : "fsdp2-fp8";
+        imp.derived.push_back({"recipe", *imp.recipe,
+                               all_gather && dp_shard
+                                   ? "FSDP2 + torchao Float8, FP8 all-gather: linear weights gathered in 1 byte"
+                                   : "FSDP2 + torchao Float8: fsdp2-bf16's state, FP8 casts per matmul"});
+      }
+      if (all_gather && !(imp.recipe == std::string("fsdp2-fp8-allgather")))
+        imp.derived.push_back({"float8.enable_fsdp_float8_all_gather", "off",
+                               "no FSDP sharding over dp_shard: torchtitan does not apply it (float8.py l.87-89)"});
     } else if (c == "mx" || c == "quantize.linear.mx") {
       imp.fp8 = "mxfp8";
       imp.derived.push_back({"fp8", "mxfp8", "converter " + c});
@@ -535,6 +555,14 @@ launch_import import_toml(const std::string& text, const std::string& origin,
   read_training(section_of(root, "training"), d, imp);
   read_ac(section_of(root, "activation_checkpoint"), imp);
   read_model_and_optimizer(root, imp);
+  // torchtitan's attention is F.scaled_dot_product_attention (models/llama/model.py @ 9dec370 l.209): a fused
+  // kernel that keeps no s x s tensor, priced as flash.
+  imp.attention = attention_kind::flash;
+  imp.derived.push_back({"attention", "flash", "torchtitan's attention is SDPA (a fused kernel)"});
+  // Its loss is F.cross_entropy on the logits cast to fp32 (torchtitan/components/loss.py,
+  // cross_entropy_loss; train.py's loss_fn before it, at 9dec370): the unfused loss, an fp32 logits copy.
+  imp.loss = loss_kind::unfused;
+  imp.derived.push_back({"loss", "unfused", "torchtitan's cross_entropy_loss casts the logits to fp32"});
   if (world) imp.gpus = *world;
   return imp;
 }

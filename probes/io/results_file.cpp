@@ -152,8 +152,33 @@ void check_output_target(const std::string& path, bool overwrite) {
   }
 }
 
+namespace {
+
+// Returns the message refusing output `out`, which is the input `in` (however spelt).
+std::string is_an_input(const std::string& out, const std::string& in) {
+  return in_quotes(out) + (out == in ? " is" : " is the same file as " + in_quotes(in) + ",") +
+         " one of the command's inputs: refusing to write over it, even with --force";
+}
+
+}  // namespace
+
+void output_set::input(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // nothing there to destroy
+  const std::string id = "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  for (const auto& [out, out_id] : expected_)
+    if (out_id == id) throw bad_input("output", is_an_input(out, path));
+  inputs_.emplace_back(path, id);
+}
+
 void output_set::expect(const std::string& path) {
   if (path.empty()) return;
+  if (path != "-") {
+    const std::string id = identity(path);
+    for (const auto& [in, in_id] : inputs_)
+      if (in_id == id) throw bad_input("output", is_an_input(path, in));
+  }
   if (path == "-" && !standard_output_)
     throw bad_input("output", "'-' (standard output) is not available for this output");
   const std::string id = identity(path);

@@ -56,8 +56,14 @@ class output_set {
   explicit output_set(bool overwrite, std::ostream* standard_output = nullptr)
       : overwrite_(overwrite), standard_output_(standard_output) {}
 
-  // Checks `path` now (see check_output_target; also a second "-" or a file already named, by identity) so
-  // that a refused target is reported before any work is done. An empty path is no output and is ignored.
+  // Names a file the command reads. An output that is the same file (same device and inode: another
+  // spelling, "./x", a hard or symbolic link) is refused by expect() even with --force, naming both: with
+  // --force it would destroy the input. "-", "" and a path that does not exist (nothing to destroy) are
+  // ignored. Throws bad_input when an output already expected is this input.
+  void input(const std::string& path);
+  // Checks `path` now (see check_output_target; also a second "-" or a file already named, by identity, or
+  // one of the inputs) so that a refused target is reported before any work is done. An empty path is no
+  // output and is ignored.
   void expect(const std::string& path);
   // Queues `path` to receive what `w` writes (streamed: no copy of a large output is held in memory).
   void add(const std::string& path, writer w);
@@ -78,6 +84,7 @@ class output_set {
   bool overwrite_;
   std::ostream* standard_output_;
   std::vector<std::pair<std::string, std::string>> expected_;  // (path as given, identity of its file)
+  std::vector<std::pair<std::string, std::string>> inputs_;    // (path as given, "inode D:I")
   std::vector<pending> pending_;
 };
 

@@ -75,8 +75,10 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   c.rank = static_cast<int>(detail::int_field(pl, "rank", p, 0, 1000000));
   c.world_size = static_cast<int>(detail::opt_int_field(pl, "world_size", p, 1, 1000000).value_or(1));
   if (const auto l = detail::opt_int_field(pl, "local_rank", p, 0, 1000000)) c.local_rank = static_cast<int>(*l);
-  if (c.rank >= c.world_size && !c.launcher.empty())
-    throw bad_input(p + ".rank", std::to_string(c.rank) + " is not below world_size " + std::to_string(c.world_size));
+  // A rank is below the world size with or without a launcher (a single process is rank 0 of 1).
+  if (c.rank >= c.world_size)
+    throw bad_input(p + ".world_size", std::to_string(c.world_size) + " is not above rank " + std::to_string(c.rank) +
+                                           ": a world holds ranks 0 to world_size - 1");
   const auto& peaks = sidecar_block(j, "peaks", origin);
   c.max_reserved = sidecar_bytes(peaks, "max_memory_reserved", origin + ": peaks");
   c.max_allocated = sidecar_bytes(peaks, "max_memory_allocated", origin + ": peaks");
@@ -89,6 +91,20 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   c.used_how = sidecar_text(used, "how", origin + ": device_used_at_peak", false);
   c.outside_allocator = detail::int_field(sidecar_block(j, "at_end", origin), "outside_allocator",
                                           origin + ": at_end", -max_record_bytes, max_record_bytes);
+  // The capture script reads it as cudaMemGetInfo's used less memory_reserved (tools/headroom_capture.py,
+  // `sidecar`): the device's used memory holds the allocator's reserved bytes, so it is never negative,
+  // and it is part of the device, so never above the device's total. Either is a sidecar edited by hand or
+  // written by another tool; it is refused, not defaulted (the least card would take the default instead).
+  if (c.outside_allocator < 0)
+    throw bad_input(origin + ": at_end.outside_allocator",
+                    "is negative (" + std::to_string(c.outside_allocator) +
+                        "): the device's used memory cannot be below the allocator's reserved bytes");
+  if (c.outside_allocator > c.gpu_total_memory)
+    throw bad_input(origin + ": at_end.outside_allocator",
+                    "(the CUDA context and other memory outside the allocator) is larger than the GPU's total "
+                    "memory (gpu.total_memory)");
+  if (c.device_used_at_peak > c.gpu_total_memory)
+    throw bad_input(origin + ": device_used_at_peak.bytes", "is larger than the GPU's total memory (gpu.total_memory)");
   const auto& when = sidecar_block(j, "captured_utc", origin);
   c.started_utc = sidecar_text(when, "start", origin + ": captured_utc", false);
   c.ended_utc = sidecar_text(when, "end", origin + ": captured_utc", false);
@@ -111,6 +127,19 @@ std::optional<capture_sidecar> load_sidecar_beside(const std::string& snapshot_p
   const std::string shown = shown_name(path);
   const nlohmann::json j = parse_json_text(read_regular_file(path, sidecar_max_bytes, "a capture sidecar"), shown);
   return parse_sidecar(j, shown, std::filesystem::path(snapshot_path).filename().string());
+}
+
+std::string sidecar_conf_warning(const capture_sidecar& c, const std::string& snapshot_conf) {
+  // PyTorch records in the snapshot the last settings string its allocator parsed (c10/cuda/
+  // CUDAAllocatorConfig.cpp, parseArgs: last_allocator_settings_ = env; torch/csrc/cuda/Module.cpp puts it in
+  // allocator_settings["PYTORCH_CUDA_ALLOC_CONF"]): the environment variable at start, or the string given
+  // later to torch.cuda.memory._set_allocator_settings. The sidecar holds the environment variable. They
+  // can honestly differ (settings changed at run time), so this is a warning, not an error: the replay
+  // runs under the snapshot's own settings, and only the record's environment shows the sidecar's.
+  if (c.alloc_conf == snapshot_conf) return "";
+  return "warning: " + c.path + ": allocator.PYTORCH_CUDA_ALLOC_CONF '" + printable(c.alloc_conf, 200) +
+         "' differs from the snapshot's own allocator_settings '" + printable(snapshot_conf, 200) +
+         "' (changed at run time, or the sidecar is from another run); the replay uses the snapshot's";
 }
 
 nlohmann::json sidecar_environment(const capture_sidecar& c) {

@@ -37,13 +37,19 @@ std::string sidecar_path(const std::string& snapshot_path);
 
 // Returns the sidecar in `j`, read from `origin`, for the snapshot file named `snapshot_name` (its base
 // name). Throws bad_input("<origin>: <field>", ...) naming the first malformed field: a missing or
-// mistyped one, a figure outside 0..16 TiB, peaks larger than the GPU, another schema, or a sidecar that
-// names another snapshot.
+// mistyped one, a figure outside 0..16 TiB, peaks larger than the GPU, max_memory_allocated above
+// max_memory_reserved, memory outside the allocator (the CUDA context) negative or larger than the GPU, a
+// rank not below the world size, another schema, or a sidecar that names another snapshot.
 capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin, const std::string& snapshot_name);
 
 // Returns the sidecar beside the snapshot at `snapshot_path`, or nullopt when there is none. Throws
 // bad_input when one is there and cannot be read or is malformed: a sidecar is never ignored silently.
 std::optional<capture_sidecar> load_sidecar_beside(const std::string& snapshot_path);
+
+// Returns a one-line warning when the sidecar's PYTORCH_CUDA_ALLOC_CONF differs from `snapshot_conf`, the
+// snapshot's own recorded allocator_settings string; "" when they agree. Call it only for a snapshot that
+// recorded its settings.
+std::string sidecar_conf_warning(const capture_sidecar& c, const std::string& snapshot_conf);
 
 // Returns the "environment" block of a record made from a captured snapshot (the keys measurement_from_json
 // reads: gpu, driver, cuda_runtime, nccl; and torch, the allocator settings and the rank).

@@ -179,7 +179,10 @@ class schedule_walker {
       std::vector<std::int32_t> dropped;
       for (const auto& e : *kind_of(chunk, j).ledger) {
         const auto id = m_tb.alloc(name, e, phase::forward);
-        (kept_for_backward(e, m_l.recompute, m_p.training.recompute_modules) ? saved(mb, chunk, j) : dropped)
+        // torchtitan's layer policy recomputes every Nth layer of the chunk, as the planner counts it
+        // (planner/layout.hpp, mode_of_layer); the other modes are the same on every layer.
+        (kept_for_backward(e, mode_of_layer(m_l.recompute, j), m_p.training.recompute_modules) ? saved(mb, chunk, j)
+                                                                                                : dropped)
             .push_back(id);
       }
       for (auto id : dropped) m_tb.free(id, phase::forward);
