@@ -193,6 +193,8 @@ TEST(CliHostile, MalformedSnapshotViewFailsTheReport) {
   j["snapshot_view"] = 5;
   hostile_write(rec, j.dump());
   hostile_refused(run("report " + rec + " -o " + dir + "/r.html"), {"rec.json: snapshot_view", "must be an object"});
+  // Every reader of records refuses it, not only the report that draws it.
+  hostile_refused(run("compare " + rec + " " + rec), {"rec.json: snapshot_view", "must be an object"});
 }
 
 // A calibration whose field has the wrong type: the file is named, no "[json.exception...]" tag.

@@ -178,7 +178,12 @@ measurement_record measurement_from_json(const nlohmann::json& j, const std::str
       if (const auto c = devs[0].find("counts"); c != devs[0].end() && c->is_object())
         r.raw["devices"] = nlohmann::json::array({{{"counts", *c}}});  // segments created, for compare
       if (j.contains("inputs") && j.contains("predicted")) read_case(r, j["inputs"], j["predicted"]);
-      if (const auto v = j.find("snapshot_view"); v != j.end() && v->is_object()) r.snapshot_view = *v;
+      // The report's view of the snapshot: optional (absent or null), but one that is there and not an object
+      // is a damaged record (every reader refuses it, not only the report that would draw it).
+      if (const auto v = j.find("snapshot_view"); v != j.end() && !v->is_null()) {
+        if (!v->is_object()) throw bad_input(origin + ": snapshot_view", "must be an object");
+        r.snapshot_view = *v;
+      }
       return r;
     }
     if (r.backend == "observation") return read_observation(r, j);
