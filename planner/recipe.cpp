@@ -52,14 +52,16 @@ std::vector<std::string> builtin_recipes() {
   return {"bf16-adam",     "fp32-adam",        "fp16-adam",      "bf16-adam-fp32-grads",
           "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16",
           "megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments",
-          "megatron-distopt-bf16-grads", "megatron-fp8", "fsdp2-fp8", "fsdp2-fp8-allgather"};
+          "megatron-distopt-bf16-grads", "megatron-distopt-fp8-bf16-grads",
+          "megatron-distopt-fp8-param-gather-bf16-grads", "megatron-fp8", "fsdp2-fp8", "fsdp2-fp8-allgather"};
 }
 
 namespace {
 // Returns the distributed optimizer's FP8 and precision-aware variants (empty when `name` is none of them).
 recipe megatron_variant(const std::string& name) {
   using k = buffer_kind;
-  if (name == "megatron-distopt-fp8" || name == "megatron-distopt-fp8-param-gather") {
+  if (name == "megatron-distopt-fp8" || name == "megatron-distopt-fp8-param-gather" ||
+      name == "megatron-distopt-fp8-bf16-grads" || name == "megatron-distopt-fp8-param-gather-bf16-grads") {
     // FP8 training with TransformerEngine (delayed or current scaling) under Megatron's distributed optimizer.
     // FP8 adds before it subtracts: the bf16 weights stay and every linear weight gains an FP8 copy and, on
     // Hopper, its FP8 transpose for the backward GEMMs (TransformerEngine issues #1261, #257: "TE keeps both
@@ -67,12 +69,22 @@ recipe megatron_variant(const std::string& name) {
     // issue #1880). With --fp8-param-gather the fp32 master is cast straight into the FP8 weights, and no bf16
     // copy exists (issue #1764). Saved linear inputs are FP8 (1 byte; issue #1764: the FP8 data or its
     // transpose). The amax histories (1024 fp32 entries per FP8 tensor) are a few MiB, left to the reserve.
-    const bool gather = name == "megatron-distopt-fp8-param-gather";
+    // With --grad-reduce-in-bf16 the gradients are kept as megatron-distopt-bf16-grads keeps them (below): a
+    // bf16 buffer and the fp32 cast of the rank's shard for the step. NVIDIA's FP8 examples run all three
+    // (Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh: --use-distributed-optimizer, --fp8-param-gather,
+    // --grad-reduce-in-bf16).
+    const bool gather = name.find("-param-gather") != std::string::npos;
+    const bool bf16_grads = name.ends_with("-bf16-grads");
     recipe r{name, {}, 2, 0, 0, 0, true};
     if (!gather) r.buffers.push_back({"bf16 parameters", k::params, 2, 4});
     r.buffers.push_back({"FP8 weights + transposes (linear layers)", k::params, 2, 4});
     if (gather) r.buffers.push_back({"bf16 parameters (embedding, head, norms)", k::params, 2, 4});
-    r.buffers.push_back({"fp32 main gradients (unsharded)", k::grads, 4, 4});
+    if (bf16_grads) {
+      r.buffers.push_back({"bf16 main gradients (unsharded)", k::grads, 2, 4});
+      r.buffers.push_back({"fp32 gradient shard (optimizer step)", k::grads, 4, 1});
+    } else {
+      r.buffers.push_back({"fp32 main gradients (unsharded)", k::grads, 4, 4});
+    }
     r.buffers.push_back({"fp32 master weights", k::master, 4, 1});
     r.buffers.push_back({"Adam m (fp32)", k::optimizer, 4, 1});
     r.buffers.push_back({"Adam v (fp32)", k::optimizer, 4, 1});

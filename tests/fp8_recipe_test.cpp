@@ -68,9 +68,27 @@ TEST(Fp8Recipes, Bf16GradReduceHalvesTheGradBufferAndAddsTheShardCast) {
   EXPECT_EQ(load_recipe("megatron-distopt-bf16-grads").bytes_per_param(), 20);
 }
 
+// NVIDIA's FP8 example's precision (--fp8-param-gather and --grad-reduce-in-bf16 under the distributed
+// optimizer), by hand on 8 GPUs: every linear weight 2 bytes (FP8 and its transpose) and every other
+// parameter 2 (bf16), a 2-byte bf16 grad buffer, and the sharded fp32 gradient cast, master and Adam
+// state, (4 + 4 + 8) / 8: 6 bytes per parameter.
+TEST(Fp8Recipes, Fp8WithBf16GradsKeepsTheBf16GradBufferAndTheShardCast) {
+  const auto r = plan_with("megatron-distopt-fp8-param-gather-bf16-grads");
+  const auto fp8 = plan_with("megatron-distopt-fp8-param-gather");
+  const std::int64_t n = r.stages[0].params_on_rank;
+  EXPECT_EQ(r.stages[0].params, 2 * n);
+  EXPECT_EQ(r.stages[0].grads, 2 * n + 4 * n / 8);
+  EXPECT_EQ(r.stages[0].master, fp8.stages[0].master);
+  EXPECT_EQ(r.stages[0].optimizer, fp8.stages[0].optimizer);
+  EXPECT_EQ(r.stages[0].params + r.stages[0].grads + r.stages[0].master + r.stages[0].optimizer, 6 * n);
+  // Without --fp8-param-gather the bf16 weights stay beside their FP8 copies: 2 more bytes per linear weight.
+  EXPECT_GT(plan_with("megatron-distopt-fp8-bf16-grads").stages[0].params, r.stages[0].params);
+}
+
 TEST(Fp8Recipes, DistributedOptimizerVariantsRunAtZeroOne) {
   for (const char* name : {"megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments",
-                           "megatron-distopt-bf16-grads"}) {
+                           "megatron-distopt-bf16-grads", "megatron-distopt-fp8-bf16-grads",
+                           "megatron-distopt-fp8-param-gather-bf16-grads"}) {
     const recipe r = load_recipe(name);
     EXPECT_EQ(r.lowest_zero(), 1) << name;
     EXPECT_EQ(r.highest_zero(), 1) << name;

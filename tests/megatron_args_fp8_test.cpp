@@ -50,10 +50,11 @@ TEST(MegatronArgsFp8, DdpLaunchMapsToTheDdpFp8Recipe) {
   EXPECT_TRUE(std::any_of(l.derived.begin(), l.derived.end(), [](const import_note& n) {
     return n.field == "recipe" && n.value == "megatron-fp8";
   }));
-  // The same launch with the distributed optimizer keeps its recipe (the script as shipped).
+  // The same launch with the distributed optimizer keeps its recipe (the script as shipped, which also
+  // reduces gradients in bf16).
   EXPECT_EQ(
       load_megatron_args(std::string(HEADROOM_TEST_DATA) + "/megatron/train_llama3_8b_h100_fp8.sh").recipe,
-      "megatron-distopt-fp8-param-gather");
+      "megatron-distopt-fp8-param-gather-bf16-grads");
 }
 
 TEST(MegatronArgsFp8, EveryFp8RecipeOfMegatronPricesAsDdpFp8) {

@@ -240,8 +240,10 @@ TEST(MegatronArgs, Llama3Fp8ExampleScript) {
   EXPECT_EQ(l.model->ffn_hidden, 14336);
   EXPECT_EQ(l.model->layers, 32);
   EXPECT_EQ(l.fp8, "delayed");  // --fp8-format hybrid, the default recipe
-  // The script uses the distributed optimizer with --fp8-param-gather: FP8 primary weights (recipe.cpp).
-  EXPECT_EQ(l.recipe, "megatron-distopt-fp8-param-gather");
+  // The script uses the distributed optimizer with --fp8-param-gather (FP8 primary weights) and
+  // --grad-reduce-in-bf16 (a bf16 grad buffer): recipe.cpp's megatron_variant.
+  EXPECT_EQ(l.recipe, "megatron-distopt-fp8-param-gather-bf16-grads");
+  EXPECT_TRUE(l.unmodelled.empty()) << l.unmodelled.front();
   EXPECT_FALSE(contains(l.unmodelled, "--fp8-param-gather: "));
   EXPECT_EQ(l.seq, 8192);
   EXPECT_EQ(l.gpus, 8);
@@ -249,7 +251,7 @@ TEST(MegatronArgs, Llama3Fp8ExampleScript) {
 }
 
 // --grad-reduce-in-bf16 under the distributed optimizer is its own recipe, not an unmodelled flag; with FP8
-// it stays unmodelled (the FP8 recipes keep fp32 main gradients).
+// it is the FP8 recipe's -bf16-grads form (NVIDIA's FP8 examples run all of them together).
 TEST(MegatronArgs, GradReduceInBf16WithTheDistributedOptimizer) {
   const std::string base =
       "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --max-position-embeddings "
@@ -259,7 +261,11 @@ TEST(MegatronArgs, GradReduceInBf16WithTheDistributedOptimizer) {
   EXPECT_EQ(l.recipe, "megatron-distopt-bf16-grads");
   EXPECT_FALSE(contains(l.unmodelled, "--grad-reduce-in-bf16"));
   l = import_megatron_args(base + "--fp8-format hybrid", "test");
-  EXPECT_TRUE(contains(l.unmodelled, "--grad-reduce-in-bf16"));
+  EXPECT_EQ(l.recipe, "megatron-distopt-fp8-bf16-grads");
+  EXPECT_FALSE(contains(l.unmodelled, "--grad-reduce-in-bf16"));
+  l = import_megatron_args(base + "--fp8-format hybrid --fp8-param-gather", "test");
+  EXPECT_EQ(l.recipe, "megatron-distopt-fp8-param-gather-bf16-grads");
+  EXPECT_FALSE(contains(l.unmodelled, "--grad-reduce-in-bf16"));
 }
 
 // ModelZoo's DeepSeek-V3 layouts (best_practice/deepseek-v3/run_deepseek_v3_h100.sh @ e8650517, PP=8 VPP=4).

@@ -309,9 +309,9 @@ void megatron_reader::read_precision() {
       derive("recipe", "megatron-distopt-bf16-grads",
              "--grad-reduce-in-bf16 with the distributed optimizer: a bf16 grad buffer (2 bytes, unsharded) and "
              "the fp32 cast of each rank's shard for the step (4 + 16/d bytes)");
-    } else if (has("--grad-reduce-in-bf16")) {
-      unmodelled("--grad-reduce-in-bf16", "bf16 main gradients with FP8 or without --bf16; priced fp32");
-    }
+    } else if (has("--grad-reduce-in-bf16") && !bf16) {
+      unmodelled("--grad-reduce-in-bf16", "bf16 main gradients without --bf16; priced fp32");
+    }  // with --bf16 and FP8: the FP8 recipe's -bf16-grads form, below
   } else {
     m_out.zero = 0;
     // bf16 accumulates and all-reduces gradients in fp32 unless --grad-reduce-in-bf16 (l.1205-1216).
@@ -351,13 +351,16 @@ void megatron_reader::read_precision() {
            "FP8 without the distributed optimizer: Megatron DDP, nothing sharded; bf16 weights, fp32 main "
            "gradients, master and Adam state, and a cached FP8 copy and transpose of each linear weight");
   } else if (m_out.fp8 && m_out.recipe == std::string("megatron-distopt")) {
-    const bool gather = has("--fp8-param-gather");
-    m_out.recipe = gather ? "megatron-distopt-fp8-param-gather" : "megatron-distopt-fp8";
+    const bool gather = has("--fp8-param-gather"), bf16_grads = has("--grad-reduce-in-bf16") && bf16;
+    m_out.recipe = std::string(gather ? "megatron-distopt-fp8-param-gather" : "megatron-distopt-fp8") +
+                   (bf16_grads ? "-bf16-grads" : "");
     derive("recipe", *m_out.recipe,
-           gather ? "FP8 with --fp8-param-gather: FP8 primary weights cast from the fp32 master, no bf16 copy of the "
-                    "linear weights"
-                  : "FP8 with the distributed optimizer: the bf16 weights stay and each linear weight gains an FP8 "
-                    "copy and transpose");
+           std::string(gather ? "FP8 with --fp8-param-gather: FP8 primary weights cast from the fp32 master, no bf16 "
+                                "copy of the linear weights"
+                              : "FP8 with the distributed optimizer: the bf16 weights stay and each linear weight "
+                                "gains an FP8 copy and transpose") +
+               (bf16_grads ? "; --grad-reduce-in-bf16: a bf16 grad buffer and the fp32 cast of each rank's shard"
+                           : ""));
   } else if (m_out.fp8 && has("--grad-reduce-in-bf16") && m_out.recipe == std::string("bf16-adam")) {
     // DDP reduces in bf16 and the step takes an fp32 copy of every gradient (optimizer.py l.1097): no recipe.
     unmodelled("--grad-reduce-in-bf16", "bf16 main gradients with FP8 under DDP; no FP8 recipe prices them");
