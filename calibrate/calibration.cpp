@@ -32,8 +32,6 @@ std::string implementation_key(const model_spec& m) {
          std::to_string(m.heads) + " f" + std::to_string(m.ffn_hidden) + " v" + std::to_string(m.vocab);
 }
 
-// Returns whether an observation's y is a reserved peak less the model terms: the records the activation
-// factor is fitted on.
 // Returns " (records: a.json, b.json and 3 more)" for an error line; with `y` (the reserve each needs), the
 // records whose figure is below what the model says the run holds instead, with the shortfall.
 std::string records_named(const std::vector<observation>& obs, const std::vector<double>* y = nullptr) {
@@ -50,6 +48,8 @@ std::string records_named(const std::vector<observation>& obs, const std::vector
   return n == 0 ? "" : y ? "; measured below what the planner predicts the run holds: " + s : " (records: " + s + ")";
 }
 
+// Returns whether an observation's y is a reserved peak less the model terms: the records the activation
+// factor is fitted on.
 bool is_reserved_peak(const observation& o) {
   return o.kind == "snapshot" || (o.kind == "observation" && o.figure == "reserved_peak");
 }

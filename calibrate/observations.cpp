@@ -283,6 +283,14 @@ void check_observation_floor(const observation_row& r, const problem& p, const l
   // are not part of the floor even for device_used: the planner's 1056 MiB (planner/layout.hpp,
   // device_spec::fixed_overheads) is a documented default, not a least value, and measuring the real one is
   // what a calibration on device_used figures is for (calibration.hpp, the fixed term).
+  // And no figure of a GPU passes its memory: the problem's capacity (--gpu-type, --gpu-mem, or the default
+  // GPU) is what the driver reports as total, which every kind of figure is a part of.
+  if (r.bytes > p.device.capacity)
+    throw bad_input(cell_where(origin, r.row, "value"),
+                    std::string(figure_name(r.figure)) + " " + printable(r.as_given, 40) + " is above the " +
+                        gib_str(p.device.capacity, 2) +
+                        " GiB the problem's GPU holds: give the GPU that measured it (--gpu-type or --gpu-mem in "
+                        "the problem), or check the figure's unit");
   const breakdown b = estimate(p, l);
   std::int64_t floor = b.stages.front().persistent;
   for (const auto& s : b.stages) floor = std::min(floor, s.persistent);

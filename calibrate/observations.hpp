@@ -62,7 +62,8 @@ std::string cell_where(const std::string& origin, std::size_t row, const std::st
 // Throws bad_input naming the row's value cell, the figure and the floor when row `r`'s figure is below
 // what any rank of the run `p`, `l` holds whatever the kind of figure: the state the planner predicts
 // (parameters, gradients, master weights and optimizer state on the GPU; planner/estimate.hpp) of the
-// pipeline stage that holds least. Such a figure measured another run, or is another kind of figure.
+// pipeline stage that holds least. Such a figure measured another run, or is another kind of figure. Also
+// refuses a figure above the problem's GPU memory (device_spec::capacity), which no kind of figure can pass.
 void check_observation_floor(const observation_row& r, const problem& p, const layout& l,
                              const std::string& origin);
 

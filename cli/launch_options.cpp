@@ -136,7 +136,7 @@ std::vector<launch_import> apply_imports(plan_options& o) {
       throw bad_input(imp.origin, "sets what changes memory and is not modelled (" + list +
                                       "): refused rather than priced without it; --allow-unmodelled plans anyway");
     }
-    const bool fp8_recipe = imp.recipe && imp.recipe->find("fp8") != std::string::npos;
+    const bool fp8_recipe = imp.recipe && load_recipe(*imp.recipe).trains_in_fp8();
     if (imp.fp8 && !fp8_recipe && !o.allow_unmodelled)
       throw bad_input(imp.origin, "asks for FP8 training (" + *imp.fp8 +
                                       "), which this version does not model: --allow-unmodelled plans it as bf16");

@@ -61,7 +61,7 @@ std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r,
   } catch (const CLI::ParseError& e) {
     throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200));
   }
-  for (const std::string* f : {&po.model_file, &po.hf_config, &po.calibration}) files.push_back(*f);
+  for (auto& f : problem_input_files(po)) files.push_back(std::move(f));
   try {
     problem p = problem_from(po);
     layout l = layout_from(po);

@@ -96,10 +96,18 @@ std::vector<probes::measurement_record> read_records(const std::vector<std::stri
   return out;
 }
 
-void add_problem_inputs(probes::output_set& outs, const plan_options& o) {
-  for (const std::string* f : {&o.model_file, &o.hf_config, &o.megatron_args, &o.deepspeed_config,
+std::vector<std::string> problem_input_files(const plan_options& o) {
+  // --recipe and --megatron-args may name a built-in or a string rather than a file: output_set::input
+  // passes over what is not there.
+  std::vector<std::string> files;
+  for (const std::string* f : {&o.model_file, &o.hf_config, &o.recipe, &o.megatron_args, &o.deepspeed_config,
                                &o.torchtitan_config, &o.calibration})
-    outs.input(*f);
+    if (!f->empty()) files.push_back(*f);
+  return files;
+}
+
+void add_problem_inputs(probes::output_set& outs, const plan_options& o) {
+  for (const auto& f : problem_input_files(o)) outs.input(f);
 }
 
 std::string shown(const std::string& s) {

@@ -27,8 +27,11 @@ probes::measurement_record record_from(const nlohmann::json& j, const std::strin
 // printed), for every command that reads record sets alike. At most calibrate::max_records.
 std::vector<probes::measurement_record> read_records(const std::vector<std::string>& args);
 
-// Names as inputs of `outs` every file the problem options read (--model, --hf-config, --megatron-args,
-// --deepspeed-config, --torchtitan-config, --calibration), so that no output of the command overwrites one.
+// Returns the paths the problem options may read as files (--model, --hf-config, --recipe, --megatron-args,
+// --deepspeed-config, --torchtitan-config, --calibration; the ones given). The one list of them.
+std::vector<std::string> problem_input_files(const plan_options& o);
+// Names as inputs of `outs` every file the problem options read (problem_input_files), so that no output of
+// the command overwrites one.
 void add_problem_inputs(probes::output_set& outs, const plan_options& o);
 
 // Returns `s` sanitised for a summary, "-" when empty.

@@ -338,7 +338,7 @@ void add_sidecar(nlohmann::json& record, const std::optional<capture_sidecar>& s
 void write_sidecar(std::ostream& out, const capture_sidecar& c) {
   out << "captured on " << c.gpu << " (" << gib_str(c.gpu_total_memory, 2) << " GiB), driver "
       << (c.driver.empty() ? "?" : c.driver) << ", CUDA " << (c.cuda_runtime.empty() ? "?" : c.cuda_runtime)
-      << ", torch " << c.torch << ", rank " << c.rank << " of " << c.world_size << " (sidecar " << c.path
+      << ", torch " << c.torch << ", rank " << c.rank << " of " << (c.world_size > 0 ? std::to_string(c.world_size) : std::string("an unknown world")) << " (sidecar " << c.path
       << ")\n";
   out << "measured by torch.cuda: max_memory_reserved " << mib(c.max_reserved) << ", max_memory_allocated "
       << mib(c.max_allocated) << "; device used at the peak about " << mib(c.device_used_at_peak)

@@ -25,10 +25,34 @@ rank_params layer_params_on_rank(const param_counts& pc, const layout& l) {
   return m.total() >= d.total() ? m : d;
 }
 
+namespace {
+// DeepSpeed's ZeRO-3 gathers module by module, not a layer at once: fetch_sub_module gathers the module
+// about to run, and prefetching stops once the gathered parameters reach stage3_max_live_parameters (its
+// budget is max_live - available, deepspeed/runtime/zero/partitioned_param_coordinator.py,
+// __max_n_available_params), passing it by at most one weight. So when the limit is below one dense
+// layer's parameters on the rank, at most limit + the largest weight (fc1: h x f, gate and up fused as
+// Megatron fuses them) is gathered at once. Returns that many parameters, or 0 when the limit allows a
+// whole layer (or none is set).
+std::int64_t zero3_dense_live_bound(const problem& p, const param_counts& pc, const layout& l) {
+  if (l.zero3_live_params <= 0) return 0;
+  const std::int64_t layer = ceil_div(pc.per_layer, l.tp);
+  const std::int64_t fc1 =
+      ceil_div(saturating_mul(p.model.hidden, p.model.ffn_hidden) * (p.model.mlp == mlp_kind::swiglu ? 2 : 1), l.tp);
+  std::int64_t bound = 0;
+  if (__builtin_add_overflow(l.zero3_live_params, fc1, &bound)) return 0;
+  return bound < layer ? bound : 0;
+}
+}  // namespace
+
 std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l) {
   if (!pc.moe_before.empty())
     return layer_params_on_rank(pc, l).total() * p.precision.gathered_bytes_per_param();
-  return pc.per_layer * p.precision.gathered_bytes_per_param() / (static_cast<std::int64_t>(l.tp) * l.pp);
+  const std::int64_t unit =
+      pc.per_layer * p.precision.gathered_bytes_per_param() / (static_cast<std::int64_t>(l.tp) * l.pp);
+  if (const std::int64_t bound = zero3_dense_live_bound(p, pc, l))
+    return static_cast<std::int64_t>(static_cast<long double>(unit) * static_cast<long double>(bound) /
+                                     static_cast<long double>(ceil_div(pc.per_layer, l.tp)));
+  return unit;
 }
 
 std::int64_t zero3_units(const param_counts& pc, const layout& l, std::int64_t chunk_layers) {

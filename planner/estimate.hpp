@@ -99,6 +99,8 @@ rank_params layer_params_on_rank(const param_counts& pc, const layout& l);
 
 // Returns the bytes of one ZeRO-3 gather unit: a layer's parameters / (tp * pp), the reference case's rule,
 // for a dense model; for a MoE model, the heaviest layer's parameters on the rank (layer_params_on_rank).
+// Under DeepSpeed's stage3_max_live_parameters below one dense layer, the unit is that limit plus the
+// largest weight, in the same proportion (zero3_dense_live_bound).
 std::int64_t zero3_gather_bytes(const problem& p, const param_counts& pc, const layout& l);
 
 // Returns the ZeRO-3 gather units in flight on a stage whose model chunks hold `chunk_layers` layers: the

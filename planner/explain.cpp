@@ -80,12 +80,22 @@ void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
   }
   if (l.zero == 3 && l.shard_degree() > 1 && !l.reshard_after_forward)
     o << "  ZeRO-3 transient without resharding after forward: every layer of the stage stays gathered, "
-      << w.params_on_rank << " parameters x " << p.precision.bytes_of(buffer_kind::params)
-      << " B = " << gib_str(w.transient) << " GiB\n";
+      << w.params_on_rank << " parameters x " << p.precision.gathered_bytes_per_param()
+      << " B (the gathered copy's bytes" << (p.precision.gather_bytes_other > 0 ? " for the linear weights" : "")
+      << ") = " << gib_str(w.transient) << " GiB\n";
+  else if (l.zero == 3 && l.shard_degree() > 1 && pc.moe_before.empty() && l.zero3_live_params > 0 &&
+           zero3_gather_bytes(p, pc, l) <
+               pc.per_layer * p.precision.gathered_bytes_per_param() / (static_cast<std::int64_t>(l.tp) * l.pp))
+    o << "  ZeRO-3 transient: stage3_max_live_parameters " << eng(static_cast<double>(l.zero3_live_params))
+      << " is below one layer's " << eng(static_cast<double>(pc.per_layer))
+      << " parameters: DeepSpeed gathers module by module, at most the limit plus the largest weight (fc1) at "
+         "once, in the proportion of a layer / (tp*pp = "
+      << l.tp * l.pp << "): " << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient)
+      << " GiB\n";
   else if (l.zero == 3 && l.shard_degree() > 1)
     o << "  ZeRO-3 transient: " << zero3_units(pc, l, w.layers / l.vpp) << " layers in flight x "
       << eng(static_cast<double>(pc.per_layer)) << " parameters x "
-      << p.precision.bytes_of(buffer_kind::params) << " B / (tp*pp = " << l.tp * l.pp
+      << p.precision.gathered_bytes_per_param() << " B / (tp*pp = " << l.tp * l.pp
       << ") = " << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient) << " GiB\n";
   o << "  state = " << gib_str(w.persistent)
     << (w.transient ? " + " + gib_str(w.transient) + " transient" : "") << " = " << gib_str(w.state)

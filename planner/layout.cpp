@@ -139,13 +139,21 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
     return bad_input("tp", "sequence parallelism needs the sequence per cp rank (" +
                                std::to_string(p.training.seq / l.cp) +
                                ") divisible by tp=" + std::to_string(l.tp));
+  // torchtitan's layer policy counts blocks once per process, across every chunk a rank holds
+  // (activation_checkpoint.py at 238fa995, _layer_sac_count), while this version counts them per chunk:
+  // with interleaved chunks the two disagree, so the pair is refused rather than priced either way.
+  if (full_every(l.recompute) > 0 && l.vpp > 1)
+    return bad_input("recompute", std::string(to_string(l.recompute)) + " with interleaved chunks (vpp " +
+                                      std::to_string(l.vpp) +
+                                      ") is not modelled by this version: torchtitan counts the blocks across "
+                                      "a rank's chunks");
   if (l.recompute == recompute_mode::selective_op) {
     // The per-op policy's saved tensors are derived for torchtitan's dense block with SDPA (ledger.hpp).
     const char* why = m.moe.enabled()   ? "mixture-of-experts layers"
                       : m.mla.enabled() ? "multi-latent attention"
                       : p.training.attention != attention_kind::flash
                           ? "eager attention (torchtitan runs SDPA: --attention flash)"
-                      : p.precision.fp8_activations ? "FP8 linear layers (torch._scaled_mm is not on its save list)"
+                      : p.precision.trains_in_fp8() ? "FP8 linear layers (torch._scaled_mm is not on its save list)"
                                                     : nullptr;
     if (why)
       return bad_input("recompute", std::string("selective-op (torchtitan's per-op policy) is not modelled for ") +

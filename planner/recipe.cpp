@@ -171,6 +171,7 @@ recipe fp8_variant(const std::string& name) {
                  {"Adam v (fp32)", k::optimizer, 4, 1}};
     r.gather_bytes = ag ? 1 : 2;
     r.gather_bytes_other = ag ? 2 : 0;
+    r.fp8_gemms = true;
     r.min_zero = 3;
     r.zero_note = "FSDP2's fully_shard shards parameters, gradients and optimizer state: give --zero 3";
     r.source = ag ? "torchao float8_linear.py l.45, fsdp_utils.py l.228-285; torchtitan float8.py l.87-93"
@@ -291,7 +292,7 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
   require_known_keys(j,
                      {"name", "source", "note", "activation_bytes", "buffers", "gather_bytes", "gather_bytes_other",
-                      "fp8_activations", "zero_stages"},
+                      "fp8_activations", "fp8_gemms", "zero_stages", "bytes_per_param"},
                      origin);
   recipe r;
   r.name = opt_string_field(j, "name", origin).value_or(origin);
@@ -307,6 +308,7 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
     r.max_zero = (*z)[1].get<int>();
   }
   r.fp8_activations = opt_bool_field(j, "fp8_activations", origin).value_or(false);
+  r.fp8_gemms = opt_bool_field(j, "fp8_gemms", origin).value_or(false);
   auto it = j.find("buffers");
   if (it == j.end() || !it->is_array() || it->empty())
     throw bad_input(origin + ".buffers", "must be a non-empty array");
@@ -345,6 +347,18 @@ recipe recipe_from_json(const nlohmann::json& j, const std::string& origin) {
     rb.shard_from = static_cast<int>(opt_int_field(b, "shard_from", where, 1, 4).value_or(dflt));
     r.buffers.push_back(rb);
   }
+  // `headroom recipes --json` writes each recipe's bytes per parameter beside its buffers, so that its output
+  // reads back as a recipe: a figure there must be the buffers' sum (an edited buffer with a stale sum is
+  // refused, not half-believed).
+  if (const auto bpp = opt_int_field(j, "bytes_per_param", origin, 1, static_cast<std::int64_t>(64 * max_recipe_buffers));
+      bpp && *bpp != r.bytes_per_param())
+    throw bad_input(origin + ".bytes_per_param", std::to_string(*bpp) + " is not the buffers' sum, " +
+                                                     std::to_string(r.bytes_per_param()));
+  // Stages the buffers cannot run with (a buffer never sharded stops at ZeRO 1) against the stated range.
+  if (r.lowest_zero() > r.highest_zero())
+    throw bad_input(origin + ".zero_stages", "starts at ZeRO " + std::to_string(r.lowest_zero()) +
+                                                 ", but a buffer that is never sharded (shard_from 4) stops the "
+                                                 "recipe at ZeRO " + std::to_string(r.highest_zero()));
   return r;
 }
 
@@ -363,6 +377,7 @@ nlohmann::json recipe_to_json(const recipe& r) {
   if (!r.source.empty()) j["source"] = r.source;
   if (r.min_zero != 0 || r.max_zero != 3) j["zero_stages"] = {r.lowest_zero(), r.highest_zero()};
   if (r.fp8_activations) j["fp8_activations"] = true;
+  if (r.fp8_gemms) j["fp8_gemms"] = true;
   return j;
 }
 

@@ -33,6 +33,11 @@ struct recipe {
   std::uint32_t linear_only = 0, other_only = 0;
   // FP8 training (TransformerEngine): the linear layers' inputs are saved for backward in FP8, 1 byte.
   bool fp8_activations = false;
+  // The linear layers run FP8 GEMMs (TransformerEngine, or torchao's Float8Linear, which saves its inputs in
+  // bf16): set by every FP8 recipe; trains_in_fp8() is the one test of FP8 training.
+  bool fp8_gemms = false;
+  // Returns whether the recipe trains its linear layers in FP8.
+  bool trains_in_fp8() const { return fp8_gemms || fp8_activations; }
   // Bytes per parameter of the gathered copy of what is not a layer's linear weight (embedding, output head,
   // norms, router); 0: gather_bytes. torchao's FP8 all-gather gathers the linear weights in FP8 (1 byte) and
   // the rest in bf16 (fsdp2-fp8-allgather: 1 and 2).

@@ -17,8 +17,8 @@ TEST(AddressMap, AgreesWithAnOrderedMapUnderRandomChurn) {
   std::mt19937_64 rng(20261201);
   address_map<std::int64_t> flat;
   std::map<std::uint64_t, std::int64_t> ref;
-  // 4,096 distinct addresses, 512-byte aligned, at a CUDA-like base: the live set grows and shrinks
-  // through several rehashes.
+  // 4,096 distinct addresses, 512-byte aligned, at a CUDA-like base: the live set grows through several
+  // rehashes and churns (the table never shrinks; erase shifts entries back instead).
   const auto address = [&] { return 0x7f0000000000ull + (rng() % 4096) * 512; };
   for (int step = 0; step < 400'000; ++step) {
     const std::uint64_t a = address();

@@ -62,6 +62,18 @@ void hostile_refused(const result& r, std::initializer_list<std::string> parts) 
 }  // namespace
 
 // --force never lets an output replace one of the command's inputs, however the output is spelt.
+// A recipe given as a file is an input of plan like any other.
+TEST(CliHostile, RecipeFileIsAnInputOfPlan) {
+  const std::string dir = hostile_dir("recipe");
+  const std::string r = dir + "/r.json";
+  hostile_write(r, R"({"name": "r", "buffers": [{"kind": "params", "bytes": 2}, {"kind": "grads", "bytes": 2},)"
+                   R"( {"kind": "optimizer", "bytes": 12}]})");
+  const auto size = fs::file_size(r);
+  hostile_refused(run("plan --preset llama3-8b --gpus 8 --recipe " + r + " --json " + r + " --force"),
+                  {"one of the command's inputs"});
+  EXPECT_EQ(fs::file_size(r), size);
+}
+
 TEST(CliHostile, OutputOverAnInputIsRefusedEvenWithForce) {
   const std::string dir = hostile_dir("inputs");
   const std::string snap = hostile_snapshot_in(dir);

@@ -172,6 +172,11 @@ TEST(Estimate, Zero3LiveParametersAndResharding) {
   EXPECT_EQ(b.worst_stage().transient, 2 * layer * 2);  // two layers in flight, bf16
   l.zero3_live_params = layer + layer / 2;              // room for one whole layer
   EXPECT_EQ(estimate(p, l).worst_stage().transient, 1 * layer * 2);
+  // Below one layer DeepSpeed gathers module by module: at most the limit plus the largest weight at once
+  // (prefetching stops at the limit, partitioned_param_coordinator.py). Llama 2 7B's fused gate and up,
+  // 2 x 4096 x 11008 parameters, over a limit of 50M: 140.2M parameters, bf16.
+  l.zero3_live_params = 50'000'000;
+  EXPECT_EQ(estimate(p, l).worst_stage().transient, (50'000'000 + 2LL * 4096 * 11008) * 2);
   l.zero3_live_params = 0;
   l.reshard_after_forward = false;
   const auto w = estimate(p, l).worst_stage();

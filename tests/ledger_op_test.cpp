@@ -110,6 +110,25 @@ TEST(LedgerOp, PlanRefusesItWhereItIsNotModelled) {
   moe.training.attention = attention_kind::flash;
   moe.training.global_batch = 8;
   EXPECT_THROW(estimate(moe, l), bad_input);
+  // torchao's Float8 linears run torch._scaled_mm, which the policy neither counts nor keeps: refused for
+  // every FP8 recipe, not only those that save FP8 activations.
+  p.training.attention = attention_kind::flash;
+  for (const char* fp8 : {"fsdp2-fp8", "fsdp2-fp8-allgather"}) {
+    p.precision = load_recipe(fp8);
+    EXPECT_THROW(estimate(p, l), bad_input) << fp8;
+  }
+}
+
+// torchtitan counts the blocks across a rank's chunks; per chunk here: interleaving with the layer policy is
+// refused rather than priced one way or the other.
+TEST(LedgerOp, EveryNthLayerWithInterleavedChunksIsRefused) {
+  problem p = test::preset_problem("llama3-8b");
+  p.training.attention = attention_kind::flash;
+  p.training.global_batch = 16;
+  layout l = test::make_layout(8, 0, recompute_mode::full_every_5, 1, 4);
+  EXPECT_NO_THROW(estimate(p, l));
+  l.vpp = 2;
+  EXPECT_THROW(estimate(p, l), bad_input);
 }
 
 TEST(LedgerOp, EstimatePricesTheLayerAsTheLedgerSums) {

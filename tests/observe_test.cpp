@@ -128,6 +128,15 @@ TEST(Observe, FigureBelowTheStateIsRefused) {
   r.bytes -= 1;
   EXPECT_NE(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
   EXPECT_GT(b.worst_stage().persistent, std::int64_t{2600} * 1000 * 1000);  // 1.315e9 x 2 bytes at least
+  // Above the GPU's memory (a unit slip: 5000 GiB on the default 192 GiB-class GPU) is refused too, at the
+  // capacity itself it is possible.
+  r.as_given = "5000 GiB";
+  r.bytes = std::int64_t{5000} << 30;
+  const std::string above = observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); });
+  EXPECT_NE(above.find("is above the"), std::string::npos) << above;
+  EXPECT_NE(above.find("runs.csv: row 7"), std::string::npos) << above;
+  r.bytes = p.device.capacity;
+  EXPECT_EQ(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
 }
 
 // The record carries the figure into the field its kind names, and its case exactly.

@@ -52,6 +52,28 @@ TEST(Recipe, CustomFileAndErrors) {
   EXPECT_THROW(
       recipe_from_json(nlohmann::json::parse(R"({"buffers": [{"kind": "params", "bytes": -2}]})"), "r"),
       bad_input);
+  // A stated ZeRO range the buffers cannot run with: a buffer never sharded stops the recipe at ZeRO 1.
+  EXPECT_THROW(recipe_from_json(nlohmann::json::parse(
+                                    R"({"zero_stages": [2, 3], "buffers": [{"kind": "grads", "bytes": 4, "shard_from": 4}]})"),
+                                "r"),
+               bad_input);
+}
+
+// `headroom recipes --json` reads back as recipes: every built-in, its bytes per parameter included; a
+// stale sum beside edited buffers is refused.
+TEST(Recipe, ListedJsonReadsBack) {
+  for (const auto& name : builtin_recipes()) {
+    const recipe r = load_recipe(name);
+    nlohmann::json j = recipe_to_json(r);
+    j["bytes_per_param"] = r.bytes_per_param();
+    const recipe back = recipe_from_json(j, name);
+    EXPECT_EQ(back.bytes_per_param(), r.bytes_per_param()) << name;
+    EXPECT_EQ(back.lowest_zero(), r.lowest_zero()) << name;
+    EXPECT_EQ(back.highest_zero(), r.highest_zero()) << name;
+    EXPECT_EQ(back.trains_in_fp8(), r.trains_in_fp8()) << name;
+    j["bytes_per_param"] = r.bytes_per_param() + 1;
+    EXPECT_THROW(recipe_from_json(j, name), bad_input) << name;
+  }
 }
 
 // Framework recipes against the figures their sources state. Megatron-LM's distributed optimizer

@@ -140,6 +140,11 @@ TEST(TorchtitanConfig, PipelineSchedulesAndAcOptions) {
   EXPECT_FALSE(titan_has_prefix(imp.unmodelled, "activation_checkpoint.selective_ac_option"));
   EXPECT_EQ(titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"8\"\n", 8).recompute,
             recompute_mode::full_every_8);
+  // The count as torchtitan's command line gives it (a number there, a string in the job file): the same.
+  EXPECT_EQ(titan_from("[activation_checkpoint]\nmode = \"selective\"\n", 8,
+                       {"activation_checkpoint.selective_ac_option=3"})
+                .recompute,
+            recompute_mode::full_every_3);
   EXPECT_TRUE(titan_has_prefix(
       titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"9\"\n", 8).unmodelled,
       "activation_checkpoint.selective_ac_option: full recompute of one layer in every 9"));

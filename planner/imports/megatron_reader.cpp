@@ -345,7 +345,13 @@ void megatron_reader::read_precision() {
   if (has("--fp8-param-gather") && !has("--use-distributed-optimizer") && !fsdp && !has("--use-torch-fsdp2"))
     throw bad_input("--fp8-param-gather", "needs --use-distributed-optimizer (or FSDP): Megatron refuses it "
                                           "without (megatron/training/arguments.py l.1095-1097)");
-  if (m_out.fp8 && m_out.recipe == std::string("bf16-adam-fp32-grads")) {
+  if (!m_out.fp8 && bf16 && has("--grad-reduce-in-bf16") && m_out.recipe == std::string("megatron-distopt")) {
+    // --fp8-format with a custom recipe (priced without FP8, listed above): the gradients are still bf16.
+    m_out.recipe = "megatron-distopt-bf16-grads";
+    derive("recipe", "megatron-distopt-bf16-grads",
+           "--grad-reduce-in-bf16 with the distributed optimizer (FP8 not priced): a bf16 grad buffer and the "
+           "fp32 cast of each rank's shard (4 + 16/d bytes)");
+  } else if (m_out.fp8 && m_out.recipe == std::string("bf16-adam-fp32-grads")) {
     m_out.recipe = "megatron-fp8";
     derive("recipe", "megatron-fp8",
            "FP8 without the distributed optimizer: Megatron DDP, nothing sharded; bf16 weights, fp32 main "

@@ -420,7 +420,12 @@ void read_ac(const json& a, launch_import& imp) {
         "activation_checkpoint.mode: memory_budget lets the compiler's partitioner choose "
         "what to save");
   } else if (mode == "selective") {
-    const std::string opt = opt_str(a, "selective_ac_option", w, "2");
+    // A string in torchtitan's JobConfig ("op" or a count); a count written as a TOML integer, or given on the
+    // command line (--activation_checkpoint.selective_ac_option 3, which reads as a number), is the same count.
+    const auto given = a.find("selective_ac_option");
+    const std::string opt = given != a.end() && given->is_number_integer()
+                                ? std::to_string(given->get<std::int64_t>())
+                                : opt_str(a, "selective_ac_option", w, "2");
     if (opt == "op") {
       // Per-op SAC (l.52-137): the outputs of the ops on its save list except every second matmul, and the
       // block input; the planner's selective-op mode prices exactly that (planner/ledger.hpp).

@@ -73,10 +73,11 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   const std::string p = origin + ": placement";
   c.launcher = sidecar_text(pl, "launcher", p, true);
   c.rank = static_cast<int>(detail::int_field(pl, "rank", p, 0, 1000000));
-  c.world_size = static_cast<int>(detail::opt_int_field(pl, "world_size", p, 1, 1000000).value_or(1));
+  // tools/headroom_capture.py writes null when the launcher set a rank but no world size: unknown (0), not 1.
+  c.world_size = static_cast<int>(detail::opt_int_field(pl, "world_size", p, 1, 1000000).value_or(0));
   if (const auto l = detail::opt_int_field(pl, "local_rank", p, 0, 1000000)) c.local_rank = static_cast<int>(*l);
   // A rank is below the world size with or without a launcher (a single process is rank 0 of 1).
-  if (c.rank >= c.world_size)
+  if (c.world_size > 0 && c.rank >= c.world_size)
     throw bad_input(p + ".world_size", std::to_string(c.world_size) + " is not above rank " + std::to_string(c.rank) +
                                            ": a world holds ranks 0 to world_size - 1");
   const auto& peaks = sidecar_block(j, "peaks", origin);
@@ -157,7 +158,7 @@ nlohmann::json sidecar_environment(const capture_sidecar& c) {
           {"launcher", opt(c.launcher)},
           {"rank", c.rank},
           {"local_rank", c.local_rank ? nlohmann::json(*c.local_rank) : nlohmann::json(nullptr)},
-          {"world_size", c.world_size}};
+          {"world_size", c.world_size > 0 ? nlohmann::json(c.world_size) : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json sidecar_capture_block(const capture_sidecar& c) {

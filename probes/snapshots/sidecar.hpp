@@ -20,7 +20,7 @@ struct capture_sidecar {
   std::string torch, cuda_runtime, nccl;    // "" when not reported
   std::string alloc_conf;                   // PYTORCH_CUDA_ALLOC_CONF as the process saw it
   std::string launcher;                     // "" for a single process
-  int rank = 0, world_size = 1;
+  int rank = 0, world_size = 1;  // world_size 0: not known (the sidecar's null)
   std::optional<int> local_rank;
   std::int64_t max_reserved = 0, max_allocated = 0;  // bytes: torch.cuda.max_memory_{reserved,allocated}
   // Bytes: the device memory used at the allocator's peak, approximated as the reserved peak plus what was

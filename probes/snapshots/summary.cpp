@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
 
 #include "probes/snapshots/address_map.hpp"
@@ -134,9 +135,10 @@ snap_summary summarise(const torch_snapshot& s) {
     d.events = ev.size();
     std::set<std::int64_t> streams;
     std::array<std::size_t, static_cast<std::size_t>(snap_action::other) + 1> per_action{};
+    std::optional<std::int64_t> last_stream;  // runs of one stream insert once
     for (const auto& e : ev) {
       ++per_action[static_cast<std::size_t>(e.action)];
-      if (streams.empty() || *streams.rbegin() != e.stream) streams.insert(e.stream);
+      if (last_stream != e.stream) streams.insert(e.stream), last_stream = e.stream;
     }
     for (std::size_t a = 0; a < per_action.size(); ++a)
       if (per_action[a]) d.counts[to_string(static_cast<snap_action>(a))] = per_action[a];
