@@ -345,10 +345,12 @@ void write_sidecar(std::ostream& out, const capture_sidecar& c) {
       << " (the reserved peak + what was outside the allocator at the end)\n";
 }
 
-// Returns the sidecar beside the snapshot `s` read from `file` (nullopt: none), warning on stderr when its
-// allocator settings differ from the snapshot's own (sidecar.hpp, sidecar_conf_warning).
+// Returns the sidecar beside the snapshot `s` read from `file` (nullopt: none), refusing one whose figures
+// contradict the snapshot (sidecar.hpp, check_sidecar_against) and warning on stderr when its allocator
+// settings differ from the snapshot's own (sidecar_conf_warning).
 std::optional<capture_sidecar> checked_sidecar(const std::string& file, const torch_snapshot& s) {
   auto side = load_sidecar_beside(file);
+  if (side) check_sidecar_against(*side, s);
   if (side && s.settings.recorded)
     if (const std::string w = sidecar_conf_warning(*side, s.settings.conf); !w.empty()) std::cerr << w << "\n";
   return side;

@@ -174,6 +174,22 @@ TEST(CliHostile, InconsistentSidecarNamesItsField) {
                   {"device_used_at_peak.bytes", "larger than the GPU's total memory"});
   hostile_refused(with([](nlohmann::json& j) { j["peaks"]["max_memory_reserved"] = "442 MiB"; }),
                   {"peaks.max_memory_reserved"});
+  // Against the snapshot it lies beside: torch's peaks never fall, so they hold at least what the
+  // snapshot's final segments reserve and allocate.
+  hostile_refused(with([](nlohmann::json& j) {
+                    j["peaks"]["max_memory_reserved"] = 10 * hostile_mib;
+                    j["peaks"]["max_memory_allocated"] = 5 * hostile_mib;
+                  }),
+                  {"peaks.max_memory_reserved", "is below the", "the snapshot's own segments reserve at its end"});
+  hostile_refused(with([](nlohmann::json& j) { j["device_used_at_peak"]["bytes"] = 100 * hostile_mib; }),
+                  {"device_used_at_peak.bytes", "is below the", "max_memory_reserved"});
+  // A launcher that set a rank and no world size (the capture tool writes null): an unknown world, read.
+  auto unknown_world = with([](nlohmann::json& j) {
+    j["placement"]["rank"] = 3;
+    j["placement"]["world_size"] = nullptr;
+  });
+  EXPECT_EQ(unknown_world.status, 0) << unknown_world.err;
+  EXPECT_NE(unknown_world.out.find("rank 3 of an unknown world"), std::string::npos) << unknown_world.out;
   // The consistent one is read.
   auto r = with([](nlohmann::json&) {});
   EXPECT_EQ(r.status, 0) << r.err;

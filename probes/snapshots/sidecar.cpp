@@ -130,6 +130,31 @@ std::optional<capture_sidecar> load_sidecar_beside(const std::string& snapshot_p
   return parse_sidecar(j, shown, std::filesystem::path(snapshot_path).filename().string());
 }
 
+void check_sidecar_against(const capture_sidecar& c, const torch_snapshot& s) {
+  // The snapshot's final segments on the captured GPU are what the allocator held when it was dumped: the
+  // process's peaks, read after the steps, can only be at least that much (torch.cuda.max_memory_* never
+  // fall), and the GPU holds it all.
+  std::int64_t reserved = 0, allocated = 0;
+  for (const auto& g : s.segments)
+    if (g.device == c.gpu_index) reserved += g.total_size, allocated += g.allocated_size;
+  const auto refuse = [&](const std::string& field, std::int64_t figure, const std::string& what, std::int64_t other) {
+    throw bad_input(c.path + ": " + field, gib_str(figure, 2) + " GiB is below the " + gib_str(other, 2) + " GiB " +
+                                               what + ": the sidecar is from another run, or was edited");
+  };
+  if (c.max_reserved < reserved)
+    refuse("peaks.max_memory_reserved", c.max_reserved,
+           "the snapshot's own segments reserve at its end on device " + std::to_string(c.gpu_index), reserved);
+  if (c.max_allocated < allocated)
+    refuse("peaks.max_memory_allocated", c.max_allocated,
+           "the snapshot's own blocks hold at its end on device " + std::to_string(c.gpu_index), allocated);
+  if (c.gpu_total_memory < reserved)
+    refuse("gpu.total_memory", c.gpu_total_memory,
+           "the snapshot's own segments reserve on device " + std::to_string(c.gpu_index), reserved);
+  if (c.device_used_at_peak > 0 && c.device_used_at_peak < c.max_reserved)
+    refuse("device_used_at_peak.bytes", c.device_used_at_peak, "the sidecar's own max_memory_reserved",
+           c.max_reserved);
+}
+
 std::string sidecar_conf_warning(const capture_sidecar& c, const std::string& snapshot_conf) {
   // PyTorch records in the snapshot the last settings string its allocator parsed (c10/cuda/
   // CUDAAllocatorConfig.cpp, parseArgs: last_allocator_settings_ = env; torch/csrc/cuda/Module.cpp puts it in

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "probes/snapshots/snapshot.hpp"
+
 namespace headroom::probes {
 
 struct capture_sidecar {
@@ -45,6 +47,11 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
 // Returns the sidecar beside the snapshot at `snapshot_path`, or nullopt when there is none. Throws
 // bad_input when one is there and cannot be read or is malformed: a sidecar is never ignored silently.
 std::optional<capture_sidecar> load_sidecar_beside(const std::string& snapshot_path);
+
+// Throws bad_input("<sidecar>: <field>", ...) when the sidecar contradicts the snapshot `s` it lies beside:
+// torch's peaks below what the snapshot's final segments reserve or allocate on the captured GPU, a GPU
+// smaller than those segments, or device memory used at the peak below the reserved peak.
+void check_sidecar_against(const capture_sidecar& c, const torch_snapshot& s);
 
 // Returns a one-line warning when the sidecar's PYTORCH_CUDA_ALLOC_CONF differs from `snapshot_conf`, the
 // snapshot's own recorded allocator_settings string; "" when they agree. Call it only for a snapshot that
