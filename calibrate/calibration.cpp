@@ -471,11 +471,8 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       c.worst_origin = j["worst_residual"].value("record", "");
     }
   } catch (const nlohmann::json::exception& e) {
-    // nlohmann's text less its "[json.exception.type_error.302] " tag (a field of the wrong type or missing).
-    std::string m = e.what();
-    if (const auto end = m.find("] "); m.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
-      m.erase(0, end + 2);
-    throw bad_input(origin, "malformed calibration file: " + printable(m, 200));
+    // A field of the wrong type or missing: nlohmann's text less its tag.
+    throw bad_input(origin, "malformed calibration file: " + printable(without_json_tag(e.what()), 200));
   }
   if (c.terms[0].value > 1e15 || c.terms[1].value > 100 || c.terms[2].value > 1e12)
     throw bad_input(origin, "a reserve term is absurd");

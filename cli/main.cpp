@@ -131,10 +131,7 @@ std::string did_you_mean(CLI::App& app, int argc, char** argv) {
 
 // Returns nlohmann's message without its "[json.exception.KIND.N] " tag: what a user can read.
 std::string json_error_text(const nlohmann::json::exception& e) {
-  std::string m = e.what();
-  if (m.rfind("[json.exception.", 0) == 0)
-    if (const auto end = m.find("] "); end != std::string::npos) m.erase(0, end + 2);
-  return m;
+  return without_json_tag(e.what());
 }
 
 // Returns the one error line for the first empty argument ("headroom plan ''"), or nullopt: an empty word

@@ -78,10 +78,7 @@ probes::measurement_record record_from(const nlohmann::json& j, const std::strin
     if (what.rfind(file, 0) == 0) throw;
     throw bad_input(file, what);  // "reserve: must not be negative" from the record's case
   } catch (const nlohmann::json::exception& e) {
-    std::string m = e.what();
-    if (const auto end = m.find("] "); m.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
-      m.erase(0, end + 2);
-    throw bad_input(file, "a value of the wrong type (" + printable(m, 120) + ")");
+    throw bad_input(file, "a value of the wrong type (" + printable(without_json_tag(e.what()), 120) + ")");
   }
 }
 

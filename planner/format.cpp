@@ -117,6 +117,13 @@ bool unsafe_code_point(char32_t cp) {
 
 }  // namespace
 
+std::string without_json_tag(const std::string& what) {
+  std::string m = what;
+  if (m.rfind("[json.exception.", 0) == 0)
+    if (const auto end = m.find("] "); end != std::string::npos) m.erase(0, end + 2);
+  return m;
+}
+
 std::string printable(const std::string& s, std::size_t max_len) {
   // Each unit is what one character of `s` prints as (with its width in columns), so a cut never splits a
   // character or an escape.

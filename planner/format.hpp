@@ -35,4 +35,8 @@ inline constexpr std::size_t printable_max = 200;
 // escapes on its own). Applying it twice changes nothing more.
 std::string printable(const std::string& s, std::size_t max_len = printable_max);
 
+// Returns an exception's message without nlohmann::json's "[json.exception.KIND.N] " tag (what a user can
+// read of "a value of the wrong type"); other messages unchanged. The one place the tag is removed.
+std::string without_json_tag(const std::string& what);
+
 }  // namespace headroom

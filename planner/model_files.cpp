@@ -143,7 +143,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
     throw bad_input(origin, "malformed JSON (" + msg + ")");
   } catch (const nlohmann::json::exception& e) {
     // Out-of-range numbers (1e400) and the like: the input's problem, not a bug.
-    throw bad_input(origin, std::string("unreadable JSON value (") + e.what() + ")");
+    throw bad_input(origin, "unreadable JSON value (" + without_json_tag(e.what()) + ")");
   }
 }
 

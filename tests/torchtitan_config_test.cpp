@@ -147,7 +147,7 @@ TEST(TorchtitanConfig, PipelineSchedulesAndAcOptions) {
             recompute_mode::full_every_3);
   EXPECT_TRUE(titan_has_prefix(
       titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"9\"\n", 8).unmodelled,
-      "activation_checkpoint.selective_ac_option: full recompute of one layer in every 9"));
+      "activation_checkpoint.selective_ac_option: one layer in 9 fully recomputed"));
   EXPECT_EQ(imp.micro_batch, 8);  // local_batch_size default
   EXPECT_EQ(imp.seq, 2048);
   EXPECT_EQ(titan_from("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"1\"\n", 8).recompute,

@@ -450,9 +450,9 @@ void read_ac(const json& a, launch_import& imp) {
                                    " fully recomputed, the others not"});
       } else {
         imp.recompute = recompute_mode::none;
-        imp.unmodelled.push_back("activation_checkpoint.selective_ac_option: full recompute of one layer in every " +
-                                 opt + " (modelled up to every " + std::to_string(max_full_every) +
-                                 "), priced as no recompute");
+        imp.unmodelled.push_back("activation_checkpoint.selective_ac_option: one layer in " + opt +
+                                 " fully recomputed (up to " + std::to_string(max_full_every) +
+                                 " modelled); priced as none");
       }
     }
   } else {
