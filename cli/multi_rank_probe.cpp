@@ -21,6 +21,7 @@
 #include "probes/io/results_file.hpp"
 #include "probes/ranks/session.hpp"
 #include "probes/trace/step_trace.hpp"
+#include "record_files.hpp"
 
 namespace headroom::cli {
 
@@ -86,6 +87,7 @@ class cli_rank_host final : public rank_host {
   // Rank 0 writes every rank's file: each target is refused now, before any rank does the work.
   void check_outputs(const layout& l) override {
     output_set pre(m_o.force, &std::cout);
+    add_problem_inputs(pre, m_o.problem);  // no rank's record overwrites a file the problem was read from
     pre.expect(m_o.json_out);
     if (m_o.json_out.empty() || m_o.json_out == "-") return;
     for (int r = 0; r < l.gpus; ++r) pre.expect(rank_record_path(m_o.json_out, r, l.gpus));
@@ -235,6 +237,7 @@ int report(const probe_replay_options& o, const launch_info& li, const session_r
     const nlohmann::json env = environment_json(environment_of(o, nullptr));
     const auto files = session_files(r, li, o.json_out, inputs, env);
     output_set outs(o.force, &std::cout);
+    add_problem_inputs(outs, o.problem);
     for (const auto& [path, text] : files) outs.add(path, text);
     outs.commit();
     if (!outs.to_stdout()) {

@@ -169,6 +169,18 @@ TEST(CliRanks, EveryErrorLineOfTheMultiRankPathIsOneShortLine) {
           "long");
 }
 
+// Under a launcher the rank records are outputs like any other: one that is the model file read is refused,
+// even with --force, and the file is intact.
+TEST(CliRanks, ARankRecordNeverOverwritesAnInput) {
+  const std::string dir = fresh_dir("inputs");
+  const std::string model = dir + "/r.rank0.json";
+  fs::copy_file(std::string(HEADROOM_SOURCE_DIR) + "/presets/gpt3-125m.json", model);
+  const auto size = fs::file_size(model);
+  refused(run_with(world_of_one, "probe replay --model " + model + " --json " + dir + "/r.json --force"),
+          "one of the command's inputs", "a rank record over the model file");
+  EXPECT_EQ(fs::file_size(model), size);
+}
+
 TEST(CliRanks, TheOneLineRule) {
   // cli/one_line.hpp, which every stderr line of the multi-rank path goes through (and cli/main.cpp's).
   using headroom::cli::one_line;
