@@ -335,15 +335,8 @@ nlohmann::json observation_record(const observation_row& r, const problem& p, co
                       {"problem_flags", str(r.flags)}};
   j["inputs"] = probes::record_inputs(p, l);
   j["stage"] = w.stage;
-  j["predicted"] = {{"persistent_bytes", w.persistent},
-                    {"transient_bytes", w.transient},
-                    {"activation_bytes", w.activations},
-                    {"working_set_bytes", w.working_set},
-                    {"output_phase_bytes", w.output_phase},
-                    {"step_peak_bytes", w.step_peak},
-                    {"note",
-                     "predicted by the analytic model for the run's case (worst stage), beside the "
-                     "observed figure"}};
+  j["predicted"] = probes::predicted_block(w);
+  j["predicted"]["note"] = "predicted by the analytic model for the run's case (worst stage), beside the observed figure";
   return records::enveloped(records::kind::measurement, j);
 }
 

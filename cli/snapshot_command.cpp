@@ -89,18 +89,9 @@ void add_prediction(nlohmann::json& record, const plan_options& o) {
   const auto& w = b.worst_stage();
   record["inputs"] = record_inputs(p, l);
   record["stage"] = w.stage;
-  record["predicted"] = {{"persistent_bytes", w.persistent},
-                         {"transient_bytes", w.transient},
-                         {"activation_bytes", w.activations},
-                         {"working_set_bytes", w.working_set},
-                         {"output_phase_bytes", w.output_phase},
-                         {"step_peak_bytes", w.step_peak},
-                         {"reserve_bytes", w.reserve},
-                         {"total_bytes", w.total},
-                         {"capacity_bytes", w.capacity},
-                         {"note",
-                          "predicted by the analytic model for the run's model and layout (worst "
-                          "stage), beside the measured peaks"}};
+  record["predicted"] = predicted_block(w);
+  record["predicted"]["note"] =
+      "predicted by the analytic model for the run's model and layout (worst stage), beside the measured peaks";
 }
 
 // What one device's trace measured, as `headroom snapshot` prints it.

@@ -62,11 +62,7 @@ nlohmann::json measurement_to_json(const measurement& m, const nlohmann::json& i
   j["stage"] = p.stage;
   j["events"] = m.events;
   j["events_replayed"] = r.events_replayed;
-  j["predicted"] = {{"persistent_bytes", p.persistent},     {"transient_bytes", p.transient},
-                    {"activation_bytes", p.activations},    {"working_set_bytes", p.working_set},
-                    {"output_phase_bytes", p.output_phase}, {"step_peak_bytes", p.step_peak},
-                    {"reserve_bytes", p.reserve},           {"total_bytes", p.total},
-                    {"capacity_bytes", p.capacity}};
+  j["predicted"] = predicted_block(p);
   j["replayed"] = {{"peak_requested_bytes", r.requested.bytes},
                    {"peak_allocated_bytes", r.allocated.bytes},
                    {"peak_reserved_bytes", r.reserved.bytes},

@@ -35,6 +35,14 @@ nlohmann::json environment_json(const environment& env) {
   return j;
 }
 
+nlohmann::json predicted_block(const stage_breakdown& w) {
+  return {{"persistent_bytes", w.persistent},     {"transient_bytes", w.transient},
+          {"activation_bytes", w.activations},    {"working_set_bytes", w.working_set},
+          {"output_phase_bytes", w.output_phase}, {"step_peak_bytes", w.step_peak},
+          {"reserve_bytes", w.reserve},           {"total_bytes", w.total},
+          {"capacity_bytes", w.capacity}};
+}
+
 nlohmann::json record_inputs(const problem& p, const layout& l) {
   nlohmann::json j = problem_to_json(p);
   j["tool"] = "headroom";

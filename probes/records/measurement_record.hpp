@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "planner/estimate.hpp"
 #include "planner/layout.hpp"
 #include "planner/problem_json.hpp"
 #include "probes/records/timeline.hpp"
@@ -35,6 +36,11 @@ struct environment {
 // Returns the inputs block of a record: the problem (model, recipe, training, device with its reserve) and
 // the layout as structured fields (`layout_spec`, read back by measurement_from_json) and as text (`layout`).
 nlohmann::json record_inputs(const problem& p, const layout& l);
+
+// Returns the predicted block of a record: the planner's figures for stage `w` (bytes: persistent, transient,
+// activations, working set, output phase, step peak, reserve, total, capacity), as measurement_from_json
+// reads them. Every writer of a measurement record (probe, snapshot, observation) takes it from here.
+nlohmann::json predicted_block(const stage_breakdown& w);
 
 // The largest memory figure a record may hold, in bytes (16 TiB): no GPU holds more, so a larger figure is
 // a record no device produced, refused when it is read rather than fitted (README, limits).
