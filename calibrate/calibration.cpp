@@ -76,6 +76,7 @@ calibration_domain domain_of(const std::vector<probes::measurement_record>& reco
       ++it->second;
     if (!r.inputs || !r.where) continue;
     domain_add_distinct(d.recipes, r.inputs->precision.name);
+    domain_add_distinct(d.recompute, to_string(r.where->recompute));
     d.parameters.add(static_cast<double>(count_params(r.inputs->model).total));
     d.tokens.add(static_cast<double>(reserve_tokens(*r.inputs, *r.where)));
     const stage_terms t{r.persistent, r.transient, r.activations, r.working_set, r.output_phase};
@@ -317,6 +318,7 @@ nlohmann::json domain_json(const calibration_domain& d) {
           {"drivers", d.drivers},
           {"allocators", d.allocators},
           {"recipes", d.recipes},
+          {"recompute", d.recompute},
           {"parameters", domain_range_json(d.parameters)},
           {"tokens_per_micro_batch", domain_range_json(d.tokens)},
           {"predicted_step_peak_bytes", domain_range_json(d.predicted_peak)},
@@ -336,6 +338,7 @@ calibration_domain domain_from(const nlohmann::json& d) {
   out.drivers = list("drivers");
   out.allocators = list("allocators");
   out.recipes = list("recipes");
+  if (d.contains("recompute")) out.recompute = list("recompute");  // since 1.3
   out.parameters = domain_range_from(d, "parameters");
   out.tokens = domain_range_from(d, "tokens_per_micro_batch");
   out.predicted_peak = domain_range_from(d, "predicted_step_peak_bytes");
@@ -550,6 +553,7 @@ std::vector<std::string> outside_domain(const calibration& c, const problem& p, 
   add(domain_not_among("driver", t.driver, d.drivers));
   add(domain_not_among("allocator", t.allocator, d.allocators));
   add(domain_not_among("recipe", p.precision.name, d.recipes));
+  add(domain_not_among("recompute", to_string(l.recompute), d.recompute));
   add(domain_beyond_range("model size", static_cast<double>(count_params(p.model).total), d.parameters,
                           " parameters"));
   add(domain_beyond_range("tokens per micro-batch", static_cast<double>(reserve_tokens(p, l)), d.tokens, ""));

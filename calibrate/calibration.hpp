@@ -80,6 +80,10 @@ inline constexpr double domain_margin = 1.25;
 struct calibration_domain {
   bool stated = false;
   std::vector<std::string> gpus, drivers, allocators, recipes;  // distinct, as the records state them
+  // Recompute modes of the records' layouts (since headroom.calibration/1.3; empty in older files: not
+  // checked). The fragmentation term scales with the churn, which a recompute mode reshapes: a fit on full
+  // recomputation does not carry to selective-op (docs/validation.md, "The errors at the time of writing").
+  std::vector<std::string> recompute;
   value_range parameters;      // model parameters (all of the model, not the rank's share)
   value_range tokens;          // tokens per micro-batch on a rank (seq / cp x micro-batch)
   value_range predicted_peak;  // the analytic step peak of each record's stage, bytes
@@ -138,7 +142,8 @@ bool fixed_is_prior(const calibration& c);
 
 // Returns one line per way the planned case (`p` on `l`, on the machine `t`) lies outside what `c` was
 // fitted on: GPU, driver, allocator or recipe not among the records'; model parameters, tokens per
-// micro-batch or the predicted step peak beyond the fitted range by more than domain_margin (GPU, driver
+// micro-batch or the predicted step peak beyond the fitted range by more than domain_margin; a recompute
+// mode none of the records ran (GPU, driver
 // and allocator compared verbatim with `t`'s, skipped where `t` states none); a fitted
 // activation factor applied to another model. A calibration without a domain (before 1.2) gives one line
 // saying so. Empty when the case lies inside.

@@ -389,11 +389,15 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
       auto& r = results[i];
       r.calibrated_bytes = predicted;
       r.calibrated_error = (predicted - r.measured) / r.measured;
-      measured_add_error(row.fit_on ? s.calibrated_in_fit : s.calibrated_held_out, *r.calibrated_error,
-                         row.id);
+      if (!row.fit_on) r.outside_domain = outside_domain(*cal, row.p, row.l, target{});
+      measured_add_error(row.fit_on                     ? s.calibrated_in_fit
+                         : r.outside_domain.empty()     ? s.calibrated_held_out
+                                                        : s.calibrated_outside_domain,
+                         *r.calibrated_error, row.id);
     }
   }
-  for (auto* e : {&s.uncalibrated, &s.uncalibrated_held_out, &s.calibrated_held_out, &s.calibrated_in_fit})
+  for (auto* e : {&s.uncalibrated, &s.uncalibrated_held_out, &s.calibrated_held_out, &s.calibrated_outside_domain,
+                  &s.calibrated_in_fit})
     measured_finish(*e);
   return s;
 }
@@ -423,6 +427,7 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
       if (r.calibrated_bytes) {
         x["calibrated_bytes"] = *r.calibrated_bytes;
         x["calibrated_relative_error"] = *r.calibrated_error;
+        x["outside_calibration_domain"] = r.outside_domain;
       }
       measured_rows.push_back(x);
       continue;
@@ -451,6 +456,7 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
                      {"uncalibrated", measured_stats_json(measured->uncalibrated)},
                      {"uncalibrated_held_out", measured_stats_json(measured->uncalibrated_held_out)},
                      {"calibrated_held_out", measured_stats_json(measured->calibrated_held_out)},
+                     {"calibrated_outside_domain", measured_stats_json(measured->calibrated_outside_domain)},
                      {"calibrated_in_fit", measured_stats_json(measured->calibrated_in_fit)}};
   return j;
 }

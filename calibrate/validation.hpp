@@ -41,6 +41,9 @@ struct validation_result {
   double measured = 0, predicted_bytes = 0;  // the published figure; the uncalibrated prediction
   std::optional<double> calibrated_bytes;    // the calibrated prediction, when a calibration was fitted
   std::optional<double> calibrated_error;    // its relative error, a fraction
+  // Held-out rows: how the row lies outside what the calibration was fitted on (calibrate::outside_domain,
+  // the lines `headroom plan --calibration` would warn with); empty when inside.
+  std::vector<std::string> outside_domain;
 };
 
 // The errors of a set of measured rows: count, mean of |relative error| and the worst (signed) error.
@@ -52,11 +55,13 @@ struct error_stats {
 
 // What the measured rows say: the errors before and after a calibration fitted on the rows marked
 // "calibration": "fit" (calibrate::fit over observation records of kind reserved_peak) and judged on the
-// rest, which the fit never saw.
+// rest, which the fit never saw: those inside its domain (calibrated_held_out) apart from those the planner
+// would warn about (calibrated_outside_domain).
 struct measured_summary {
   int priced = 0, skipped = 0;
   std::vector<std::string> fitted_on;
-  error_stats uncalibrated, uncalibrated_held_out, calibrated_held_out, calibrated_in_fit;
+  error_stats uncalibrated, uncalibrated_held_out, calibrated_held_out, calibrated_outside_domain,
+      calibrated_in_fit;
   std::string calibration;  // the fitted terms as text, or why there is no calibration
   bool calibrated = false;
 };

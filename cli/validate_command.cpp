@@ -56,6 +56,8 @@ void validate_print_measured(std::ostream& out, const std::vector<calibrate::val
       if (r.calibrated_bytes)
         out << "  calibrated: " << fixed(*r.calibrated_bytes / (1024.0 * 1024 * 1024), 2) << " GiB   (error "
             << validate_percent(*r.calibrated_error) << (r.fit_on ? ", in the fit" : ", held out") << ")\n";
+      for (const auto& line : r.outside_domain)
+        out << "    outside the calibration's domain: " << printable(line, 300) << "\n";
     }
     out << "  source: " << printable(r.citation, 1000) << "\n";
     if (!r.expresses.empty()) out << "  expressed as: " << printable(r.expresses, 1000) << "\n";
@@ -70,7 +72,9 @@ void validate_print_measured(std::ostream& out, const std::vector<calibrate::val
   out << "calibration fitted on " << s.fitted_on.size() << " row(s):";
   for (const auto& id : s.fitted_on) out << "\n  " << printable(id);
   out << "\n  " << printable(s.calibration, 1000) << "\n";
-  out << "calibrated, held-out rows: " << validate_stats_line(s.calibrated_held_out) << "\n";
+  out << "calibrated, held-out rows inside its domain: " << validate_stats_line(s.calibrated_held_out) << "\n";
+  out << "calibrated, held-out rows outside its domain (the planner warns there): "
+      << validate_stats_line(s.calibrated_outside_domain) << "\n";
   out << "calibrated, the rows it was fitted on: " << validate_stats_line(s.calibrated_in_fit) << "\n";
 }
 

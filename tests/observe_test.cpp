@@ -284,6 +284,18 @@ TEST(Observe, DomainIsRecordedAndChecked) {
   EXPECT_TRUE(has("recipe:"));
   EXPECT_TRUE(has("model size:"));
   EXPECT_TRUE(has("tokens per micro-batch:"));
+  // The recompute modes are part of the domain from headroom.calibration/1.3; a 1.2 file (without them)
+  // reads, and its domain does not check the mode.
+  EXPECT_EQ(back.domain.recompute, (std::vector<std::string>{"none", "selective", "full"}));
+  auto v12 = to_json(c);
+  v12["schema"] = "headroom.calibration/1.2";
+  v12["domain"].erase("recompute");
+  const calibration c12 = calibration_from_json(v12, "v12.json");
+  EXPECT_TRUE(c12.domain.recompute.empty());
+  const layout every2 = test::make_layout(8, 1, full_every_mode(2));
+  EXPECT_TRUE(outside_domain(c12, test::preset_problem("gpt3-1.3b"), every2, {"NVIDIA H100", "", ""}).empty());
+  EXPECT_EQ(outside_domain(c, test::preset_problem("gpt3-1.3b"), every2, {"NVIDIA H100", "", ""}),
+            std::vector<std::string>{"recompute: planning for 'full-every-2', fitted on 'none', 'selective', 'full'"});
 }
 
 // The uncertainty against its definition, worked by hand from stated standard errors.
