@@ -67,10 +67,12 @@ void merge(plan_options& o, const launch_import& imp) {
   }
   if (imp.split && !given(o, "--pp-layout") && !given(o, "--first-stage-layers") && !given(o, "--last-stage-layers")) {
     o.pp_layout = imp.split->layers;
-    // A Megatron layout string gives pp x vpp virtual stages (stage v is chunk v / pp of rank v % pp): the
-    // planner's split counts each rank's layers.
+    // A Megatron layout string gives pp x vpp virtual stages (stage v is chunk v / pp of rank v % pp): kept
+    // per virtual stage when the interleaving is the layout's (chunks may differ in size: schedule.hpp
+    // uneven_chunks); summed per rank when vpp was set to something else.
     const std::size_t pp = static_cast<std::size_t>(std::max(1, o.pp));
-    if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0) {
+    if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0 &&
+        o.pp_layout.size() != pp * static_cast<std::size_t>(std::max(1, o.vpp))) {
       std::vector<std::int64_t> per_rank(pp, 0);
       for (std::size_t v = 0; v < o.pp_layout.size(); ++v) per_rank[v % pp] += o.pp_layout[v];
       o.pp_layout = per_rank;
@@ -128,14 +130,9 @@ std::vector<launch_import> apply_imports(plan_options& o) {
     throw bad_input("torchtitan-override", "applies to --torchtitan-config");
   }
   for (const auto& imp : imports) {
-    if (!imp.unmodelled.empty() && !o.allow_unmodelled) {
-      std::string list;
-      for (std::size_t i = 0; i < imp.unmodelled.size() && i < 3; ++i)
-        list += (i ? "; " : "") + imp.unmodelled[i];
-      if (imp.unmodelled.size() > 3) list += "; and " + std::to_string(imp.unmodelled.size() - 3) + " more";
-      throw bad_input(imp.origin, "sets what changes memory and is not modelled (" + list +
-                                      "): refused rather than priced without it; --allow-unmodelled plans anyway");
-    }
+    // Every unmodelled key by name on the one line (planner/imports/launch.cpp); the reasons are in --explain
+    // and in plan --json's "not_modelled".
+    if (!imp.unmodelled.empty() && !o.allow_unmodelled) throw bad_input(imp.origin, unmodelled_refusal(imp));
     const bool fp8_recipe = imp.recipe && load_recipe(*imp.recipe).trains_in_fp8();
     if (imp.fp8 && !fp8_recipe && !o.allow_unmodelled)
       throw bad_input(imp.origin, "asks for FP8 training (" + *imp.fp8 +

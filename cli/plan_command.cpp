@@ -407,6 +407,7 @@ int run_suggest(plan_run& r) {
   if (!r.json_path.empty()) {
     nlohmann::json j = suggest_json(r.p, s);
     if (why_not) j["advice"] = advice_json(*why_not);
+    if (!r.imports.empty()) j["not_modelled"] = unmodelled_json(r.imports);
     r.outs.add(r.json_path, j.dump(2) + "\n");
   }
   if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_suggest_csv(out, r.p, s); });
@@ -447,6 +448,7 @@ int run_one_layout(plan_run& r) {
     nlohmann::json j = plan_json(r.p, b);
     if (why_not) j["advice"] = advice_json(*why_not);
     if (r.cal) j["headroom_uncertainty_bytes"] = spread;
+    if (!r.imports.empty()) j["not_modelled"] = unmodelled_json(r.imports);  // what --allow-unmodelled let through
     r.outs.add(r.json_path, j.dump(2) + "\n");
   }
   if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_plan_csv(out, r.p, b); });

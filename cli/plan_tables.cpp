@@ -6,6 +6,7 @@
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
 #include "planner/problem_json.hpp"
+#include "planner/schedule.hpp"
 #include "planner/units.hpp"
 #include "tables.hpp"
 
@@ -48,6 +49,25 @@ nlohmann::json cost_json(const layout_cost& c) {
   return {{"recompute", c.recompute}, {"bubble", c.bubble},         {"tp_comm", c.tp_comm},
           {"pp_comm", c.pp_comm},     {"dp_exposed", c.dp_exposed}, {"dp_bytes_per_gpu", c.dp_bytes},
           {"total", c.total}};
+}
+
+// Returns one layer's ledger as the plan document writes it: name, formula, shape, dtype_bytes, bytes, role.
+nlohmann::json ledger_json(const std::vector<ledger_entry>& entries) {
+  nlohmann::json ledger = nlohmann::json::array();
+  for (const auto& e : entries)
+    ledger.push_back({{"name", e.name},
+                      {"formula", e.formula},
+                      {"shape", e.shape},
+                      {"dtype_bytes", e.dtype_bytes},
+                      {"bytes", e.bytes},
+                      {"role", e.role == act_role::layer_input      ? "layer_input"
+                               : e.role == act_role::attention_core ? "attention_core"
+                                                                    : "saved"}});
+  return ledger;
+}
+// Returns the bytes one layer keeps per micro-batch under none, selective and full recomputation.
+nlohmann::json activation_sums_json(const activation_sums& s) {
+  return {{"none", s.none}, {"selective", s.selective}, {"full", s.full}};
 }
 
 nlohmann::json candidate_json(const problem& p, const candidate& c, const suggestion* across = nullptr) {
@@ -96,7 +116,7 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
   if (w.transient)
     line("ZeRO-3 gather transient", w.transient,
          l.reshard_after_forward
-             ? std::to_string(zero3_units(b.basis.params, l, w.layers / l.vpp)) + " layers in flight"
+             ? std::to_string(zero3_units(b.basis.params, l, largest_chunk_layers(p, l, w.stage))) + " layers in flight"
              : "every layer kept gathered from forward to backward");
   line("state", w.state);
   line("activations", w.activations,
@@ -154,20 +174,15 @@ nlohmann::json plan_json(const problem& p, const breakdown& b) {
                  {"per_layer", b.basis.params.per_layer},
                  {"embedding", b.basis.params.embedding},
                  {"output", b.basis.params.output}};
-  nlohmann::json ledger = nlohmann::json::array();
-  for (const auto& e : b.basis.ledger)
-    ledger.push_back({{"name", e.name},
-                      {"formula", e.formula},
-                      {"shape", e.shape},
-                      {"dtype_bytes", e.dtype_bytes},
-                      {"bytes", e.bytes},
-                      {"role", e.role == act_role::layer_input      ? "layer_input"
-                               : e.role == act_role::attention_core ? "attention_core"
-                                                                    : "saved"}});
-  j["ledger"] = ledger;
-  j["layer_activation_bytes"] = {{"none", b.basis.per_layer.none},
-                                 {"selective", b.basis.per_layer.selective},
-                                 {"full", b.basis.per_layer.full}};
+  // The dense layer's ledger and sums, then (2.3) the MoE layer's and how many layers of each kind the model
+  // has: for an all-MoE model (Qwen3-30B-A3B, Mixtral) no layer is dense and `ledger` describes none.
+  j["ledger"] = ledger_json(b.basis.ledger);
+  j["layer_activation_bytes"] = activation_sums_json(b.basis.per_layer);
+  const std::int64_t moe_layers = b.basis.params.moe_before.empty() ? 0 : b.basis.params.moe_before.back();
+  j["layers_by_kind"] = {{"dense", p.model.layers - moe_layers}, {"moe", moe_layers}};
+  j["moe_ledger"] = ledger_json(b.basis.moe_ledger);
+  j["moe_layer_activation_bytes"] =
+      b.basis.moe_ledger.empty() ? nlohmann::json(nullptr) : activation_sums_json(b.basis.peaks.moe_layer);
   j["microbatches_per_step"] = b.basis.microbatches;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : b.stages) stages.push_back(stage_json(p, s));

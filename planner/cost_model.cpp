@@ -9,13 +9,28 @@ namespace headroom {
 // FLOPs: every second matmul of a block is recomputed (torchtitan parallelize_llama.py at 9dec370,
 // l.214-264; docs/model.md), which in a Llama block is wk, wo and the MLP's second matmul (w3 when gated,
 // w2 when not), per token 2(h·kv + q·h + h·f) FLOPs, against a forward of 2 per parameter plus the
-// attention core's 4·s·q at sequence `seq`.
+// attention core's 4·s·q at sequence `seq`. A MoE layer (torchtitan models/moe.py at 99fee810b, ledger.cpp
+// op_policy_entries) repeats wk, wo, the router's gate (forced to recompute), the routed experts' grouped
+// matmuls (on no save list: all three for each of its top_k experts) and the shared experts' w3; its forward
+// counts the top_k experts a token runs, not all of them. The model's fraction weighs each kind by its
+// layers.
 static double op_policy_recompute(const model_spec& m, std::int64_t seq) {
   const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
   const double q = static_cast<double>(m.heads * m.head_dim), kv = static_cast<double>(m.kv_heads * m.head_dim);
-  const double s = static_cast<double>(seq);
-  const double recomputed = 2 * (h * kv + q * h + h * f);
-  const double forward = 2 * (2 * h * q + 2 * h * kv + (m.mlp == mlp_kind::swiglu ? 3 : 2) * h * f) + 4 * s * q;
+  const double s = static_cast<double>(seq), mats = m.mlp == mlp_kind::swiglu ? 3 : 2;
+  const double attention = 2 * (2 * h * q + 2 * h * kv) + 4 * s * q, attention_again = 2 * (h * kv + q * h);
+  double recomputed = attention_again + 2 * h * f, forward = attention + 2 * mats * h * f;
+  if (m.moe.enabled()) {
+    const double k = static_cast<double>(m.moe.top_k), fe = static_cast<double>(m.moe.expert_ffn);
+    const double fs = static_cast<double>(m.moe.shared_ffn), gate = static_cast<double>(m.moe.experts) * h;
+    const double moe_again = attention_again + 2 * (gate + k * mats * h * fe + (fs > 0 ? h * fs : 0));
+    const double moe_forward = attention + 2 * (gate + k * mats * h * fe + mats * h * fs);
+    double n_moe = 0;
+    for (const bool is_moe : m.moe.layers) n_moe += is_moe ? 1 : 0;
+    const double n_dense = static_cast<double>(m.layers) - n_moe;
+    recomputed = n_dense * recomputed + n_moe * moe_again;
+    forward = n_dense * forward + n_moe * moe_forward;
+  }
   return forward > 0 ? recomputed / (3 * forward) : 0;
 }
 
@@ -39,7 +54,10 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
   r.bubble = (l.pp - 1) / (M * l.vpp);
 
   const double tokens = M * static_cast<double>(p.training.micro_batch) * l.dp() * s;
-  const double flops_per_gpu = 6.0 * static_cast<double>(pc.total) * tokens * (1 + attn) / l.gpus;
+  // A MoE token runs its top_k experts, not all of them: the parameters a token touches (param_counts.active).
+  const double touched = p.model.moe.enabled() && pc.active > 0 ? static_cast<double>(pc.active)
+                                                                 : static_cast<double>(pc.total);
+  const double flops_per_gpu = 6.0 * touched * tokens * (1 + attn) / l.gpus;
   const double compute_s = flops_per_gpu * (1 + r.recompute) / (c.tflops * 1e12 * c.mfu);
 
   if (l.tp > 1) {

@@ -83,9 +83,10 @@ std::int64_t reserve_tokens(const problem& p, const layout& l) {
 std::int64_t stage_moe_layers(const problem& p, const param_counts& pc, const layout& l, int stage,
                               std::int64_t layers) {
   if (pc.moe_before.empty()) return 0;
-  const std::int64_t first = first_layer_of(p, l, stage), per_chunk = layers / l.vpp;
+  if (l.vpp <= 1) return pc.moe_layers_in(first_layer_of(p, l, stage), layers);
   std::int64_t n = 0;
-  for (int c = 0; c < l.vpp; ++c) n += pc.moe_layers_in(chunk_first_layer(p, l, first, c), per_chunk);
+  for (int c = 0; c < l.vpp; ++c)
+    n += pc.moe_layers_in(chunk_first_layer(p, l, stage, c), chunk_layers(p, l, stage, c));
   return n;
 }
 
@@ -138,7 +139,7 @@ std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_para
   return sum;
 }
 
-std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
+std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
                              const rank_params& on_rank) {
   if (l.zero == 0 || l.shard_degree() <= 1) return 0;
   // DeepSpeed's buckets (0 unless a DeepSpeed config set them): the gradient reduce buckets in the
@@ -148,7 +149,7 @@ std::int64_t stage_transient(const problem& p, const param_counts& pc, const lay
   std::int64_t buckets = saturating_mul(l.reduce_bucket, grad_bytes);
   if (l.zero < 3) return buckets;
   // ZeRO-3: whole layers gathered in flight, or DeepSpeed's prefetch bucket when that holds more.
-  const std::int64_t gathered = l.reshard_after_forward ? zero3_units(pc, l, layers / l.vpp) * zero3_gather_bytes(p, pc, l)
+  const std::int64_t gathered = l.reshard_after_forward ? zero3_units(pc, l, chunk_layers) * zero3_gather_bytes(p, pc, l)
                                                         : p.precision.gathered_bytes(on_rank.total() - on_rank.other,
                                                                                      on_rank.other);
   return buckets + std::max(gathered, saturating_mul(l.prefetch_bucket, param_bytes));
@@ -197,7 +198,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // ZeRO-3 gathers whole layers before use: `units` in flight, divided by tp * pp as the reference case does.
   // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
   // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
-  s.transient = stage_transient(p, pc, l, s.layers, on_rank);
+  s.transient = stage_transient(p, pc, l, largest_chunk_layers(p, l, stage), on_rank);
   s.state = s.persistent + s.transient;
 
   // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
@@ -205,18 +206,22 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
-  if (l.vpp > 1 && !pc.moe_before.empty()) {
-    // Interleaved chunks of different layer kinds: each chunk weighted by its copies at the end of the
-    // warm-up (schedule.hpp), not the stage's average.
-    const std::int64_t W = chunks_in_flight(l, stage, M), per_chunk = s.layers / l.vpp;
-    const std::int64_t first = first_layer_of(p, l, stage);
+  if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l))) {
+    // Interleaved chunks of different layer kinds or sizes: each chunk weighted by its copies at the end of
+    // the warm-up (schedule.hpp), not the stage's average.
+    const std::int64_t W = chunks_in_flight(l, stage, M);
     s.activations = 0;
+    s.layer_activations = 0;
     for (int c = 0; c < l.vpp; ++c) {
-      const std::int64_t moe = pc.moe_layers_in(chunk_first_layer(p, l, first, c), per_chunk);
-      s.activations += saturating_mul(chunk_copies_in_flight(l, W, c), (per_chunk - moe) * per_layer.of(l.recompute) +
-                                                                            moe * peaks.moe_layer.of(l.recompute));
+      const std::int64_t n = chunk_layers(p, l, stage, c), copies = chunk_copies_in_flight(l, W, c);
+      const std::int64_t moe = pc.moe_layers_in(chunk_first_layer(p, l, stage, c), n);
+      s.layer_activations += copies * n;
+      s.moe_layer_activations += copies * moe;
+      s.activations += saturating_mul(copies, (n - moe) * per_layer.of(l.recompute) + moe * peaks.moe_layer.of(l.recompute));
     }
   } else {
+    // Here every chunk holds the same layers and, with vpp > 1, no MoE layer.
+    s.moe_layer_activations = l.vpp > 1 ? 0 : chunks_in_flight(l, stage, M) * s.moe_layers;
     s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp,
                                             per_layer, peaks, l.recompute);
   }

@@ -34,6 +34,7 @@ struct stage_breakdown {
   std::int64_t transient = 0;          // ZeRO-3: unsharded layers gathered in flight
   std::int64_t state = 0;              // persistent + transient (the reference case's "state" column)
   std::int64_t layer_activations = 0;  // layers x micro-batch chunks whose activations are alive at once
+  std::int64_t moe_layer_activations = 0;  // of those, MoE layers' (the rest are dense layers')
   std::int64_t embedding_activations =
       0;                             // first stage: the embedding dropout masks of micro-batches in flight
   std::int64_t activations = 0;      // layer activations + embedding activations
@@ -150,8 +151,9 @@ inline bool offloaded(const recipe_buffer& b, const layout& l) {
 std::int64_t buffer_bytes(const recipe& r, std::size_t i, const layout& l, const rank_params& on_rank);
 // Returns the bytes of every buffer kept on the GPU (params + grads + master + optimizer).
 std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank);
-// Returns the ZeRO-3 gather transient of a stage of `layers` layers, in bytes (0 below ZeRO-3).
-std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t layers,
+// Returns the ZeRO-3 gather transient of a stage whose largest model chunk holds `chunk_layers` layers
+// (schedule.hpp largest_chunk_layers; the stage's layers with vpp = 1), in bytes (0 below ZeRO-3).
+std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
                              const rank_params& on_rank);
 // Returns the bytes a stage keeps of activations for its layers: chunks in flight x (dense layers x the dense
 // layer's bytes + MoE layers x the MoE layer's bytes) / vpp under recompute mode `r`. Under full_every_N a

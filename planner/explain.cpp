@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "format.hpp"
+#include "schedule.hpp"
 #include "units.hpp"
 
 namespace headroom {
@@ -93,7 +94,8 @@ void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
       << l.tp * l.pp << "): " << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient)
       << " GiB\n";
   else if (l.zero == 3 && l.shard_degree() > 1)
-    o << "  ZeRO-3 transient: " << zero3_units(pc, l, w.layers / l.vpp) << " layers in flight x "
+    o << "  ZeRO-3 transient: " << zero3_units(pc, l, largest_chunk_layers(p, l, w.stage))
+      << " layers in flight x "
       << eng(static_cast<double>(pc.per_layer)) << " parameters x "
       << p.precision.gathered_bytes_per_param() << " B / (tp*pp = " << l.tp * l.pp
       << ") = " << eng(static_cast<double>(w.transient)) << " bytes = " << gib_str(w.transient) << " GiB\n";
@@ -102,17 +104,9 @@ void explain_state(std::ostream& o, const problem& p, const breakdown& b) {
     << " GiB\n\n";
 }
 
-// (b): the ledger of one layer, its sum, what recomputation keeps, and the stage's layers in flight.
-void explain_activations(std::ostream& o, const problem& p, const breakdown& b) {
-  const auto& m = p.model;
-  const auto& l = b.where;
-  const auto& w = b.worst_stage();
-  o << "(b) Activation memory: the ledger of one layer, one micro-batch, this rank ("
-    << to_string(p.training.attention) << " attention, " << (m.dropout ? "dropout" : "no dropout") << ", "
-    << to_string(m.mlp) << ", tp=" << l.tp << (l.sp() ? " with sequence parallel" : "")
-    << (l.cp > 1 ? ", cp=" + std::to_string(l.cp) : "") << ")\n";
-  std::int64_t core = 0;
-  for (const auto& e : b.basis.ledger) {
+// Prints the tensors of one layer's ledger, one line each.
+void explain_ledger_lines(std::ostream& o, const std::vector<ledger_entry>& ledger) {
+  for (const auto& e : ledger) {
     o << "    " << padr(e.name, 30) << padr(e.formula, 22) << padr(shape_str(e.shape), 28) << e.bytes
       << " bytes"
       << (e.role == act_role::attention_core ? "  (attention core)"
@@ -120,10 +114,16 @@ void explain_activations(std::ostream& o, const problem& p, const breakdown& b) 
           : e.role == act_role::op_output    ? "  (op output: kept by selective-op only)"
                                              : "")
       << (e.op_saved && e.role != act_role::layer_input ? "  (kept by selective-op)" : "") << "\n";
-    if (e.role == act_role::attention_core) core += e.bytes;
   }
-  const auto& sums = b.basis.per_layer;
-  const std::int64_t s = p.training.seq, mb = p.training.micro_batch, h = m.hidden, a = m.heads;
+}
+
+// Prints a ledger's sum (s*b*h*x plus the attention core) and what the recompute mode keeps of it per layer.
+void explain_ledger_sum(std::ostream& o, const problem& p, const layout& l, std::int64_t stage_layers,
+                        const std::vector<ledger_entry>& ledger, const activation_sums& sums) {
+  std::int64_t core = 0;
+  for (const auto& e : ledger)
+    if (e.role == act_role::attention_core) core += e.bytes;
+  const std::int64_t s = p.training.seq, mb = p.training.micro_batch, h = p.model.hidden, a = p.model.heads;
   const double sbh = static_cast<double>(s) * mb * h;
   const double x = static_cast<double>(sums.none - core) / sbh;
   if (p.training.attention == attention_kind::eager) {
@@ -149,26 +149,112 @@ void explain_activations(std::ostream& o, const problem& p, const breakdown& b) 
     o << "the layer input and the op outputs torchtitan's per-op policy saves (every other matmul's, SDPA's, "
          "the reduce-scatters'): ";
   else if (const int n = full_every(l.recompute))
-    o << "every tensor of N-1 layers in N and the input of the N-th (N = " << n << ": " << w.layers << " / " << n
-      << " = " << fully_recomputed_layers(l.recompute, w.layers) << " of this stage's layers recomputed), mean ";
+    o << "every tensor of N-1 layers in N and the input of the N-th (N = " << n << ": " << stage_layers << " / "
+      << n << " = " << fully_recomputed_layers(l.recompute, stage_layers)
+      << " of this stage's layers recomputed), mean ";
   else
     o << "only the layer input: ";
   o << eng(static_cast<double>(sums.of(l.recompute))) << " bytes = " << gib_str(sums.of(l.recompute), 3)
     << " GiB per layer\n";
-  o << "  stage " << w.stage << " holds " << w.layers << " layers";
+}
+
+// The layer activations a stage keeps alive, by layer kind, as estimate.cpp (evaluate_stage) counts them.
+struct explain_layer_counts {
+  std::int64_t dense = 0, moe = 0;
+};
+explain_layer_counts explain_alive_by_kind(const problem&, const breakdown&, const stage_breakdown& s) {
+  return {s.layer_activations - s.moe_layer_activations, s.moe_layer_activations};
+}
+
+// Returns a stage's layer activations by kind as a sum, "12 * 0.055 + 52 * 0.055" (alive dense layers x the
+// dense layer's GiB + alive MoE layers x the MoE layer's), omitting a kind with none alive.
+std::string explain_kinds_sum(const problem& p, const breakdown& b, const stage_breakdown& s) {
+  const auto alive = explain_alive_by_kind(p, b, s);
+  const recompute_mode r = b.where.recompute;
+  std::string out;
+  if (alive.dense > 0) out = std::to_string(alive.dense) + " * " + gib_str(b.basis.per_layer.of(r), 3);
+  if (alive.moe > 0)
+    out += (out.empty() ? "" : " + ") + std::to_string(alive.moe) + " * " +
+           gib_str(b.basis.peaks.moe_layer.of(r), 3);
+  return out;
+}
+
+// (b), MoE model: the ledger of each layer kind the stage holds, and the stage's activations as
+// dense layers x the dense ledger + MoE layers x the MoE ledger (+ the embedding's on the first stage).
+void explain_moe_activations(std::ostream& o, const problem& p, const breakdown& b) {
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
+  const std::int64_t dense_layers = w.layers - w.moe_layers;
+  const activation_sums& moe_sums = b.basis.peaks.moe_layer;
+  if (dense_layers > 0) {
+    o << "  a dense layer (" << dense_layers << " of stage " << w.stage << "'s " << w.layers << " layers):\n";
+    explain_ledger_lines(o, b.basis.ledger);
+    explain_ledger_sum(o, p, l, w.layers, b.basis.ledger, b.basis.per_layer);
+  }
+  if (w.moe_layers > 0) {
+    o << "  a MoE layer (" << w.moe_layers << " of stage " << w.stage << "'s " << w.layers
+      << " layers; routed rows per docs/model.md, \"Routed tokens\"):\n";
+    explain_ledger_lines(o, b.basis.moe_ledger);
+    explain_ledger_sum(o, p, l, w.layers, b.basis.moe_ledger, moe_sums);
+  }
+  const auto alive = explain_alive_by_kind(p, b, w);
+  const std::int64_t a = b.basis.per_layer.of(l.recompute), m = moe_sums.of(l.recompute);
+  const std::int64_t sum = alive.dense * a + alive.moe * m + w.embedding_activations;
+  o << "  stage " << w.stage << " holds " << w.layers << " layers (" << dense_layers << " dense, " << w.moe_layers
+    << " MoE)";
   if (l.pp > 1)
     o << " and, in " << (l.vpp > 1 ? "interleaved " : "") << "1F1B with " << b.basis.microbatches
-      << " micro-batches per step, keeps " << w.layer_activations << " layer activations alive";
-  o << ": " << w.layer_activations << " * " << gib_str(sums.of(l.recompute), 3) << " = "
-    << gib_str(w.activations) << " GiB\n";
-  if (l.tp > 1) {
-    layout other = l;
-    other.sequence_parallel = !l.sp();
+      << " micro-batches per step, keeps " << w.layer_activations << " layer activations alive ("
+      << alive.dense << " dense, " << alive.moe << " MoE)";
+  o << ": " << explain_kinds_sum(p, b, w);
+  if (w.embedding_activations) o << " + embedding " << gib_str(w.embedding_activations, 3);
+  o << " = " << gib_str(sum) << " GiB";
+  if (sum != w.activations) o << " (the stage's figure is " << gib_str(w.activations) << " GiB)";
+  o << "\n";
+}
+
+// Prints what the layout would hold with sequence parallelism toggled, when the toggled layout is one a
+// framework runs; when it is not (Megatron-Core refuses MoE layers at tp > 1 without it: layout.cpp), why
+// there is no such line.
+void explain_sp_toggle(std::ostream& o, const problem& p, const layout& l) {
+  layout other = l;
+  other.sequence_parallel = !l.sp();
+  o << "  with sequence parallel " << (l.sp() ? "off" : "on") << " instead: ";
+  try {
     const auto alt = estimate(p, other);
-    o << "  with sequence parallel " << (l.sp() ? "off" : "on") << " instead: activations "
-      << gib_str(alt.worst_stage().activations) << " GiB, total " << gib_str(alt.worst_stage().total)
+    o << "activations " << gib_str(alt.worst_stage().activations) << " GiB, total "
+      << gib_str(alt.worst_stage().total) << " GiB\n";
+  } catch (const bad_input& e) {
+    o << "not a layout that can run (" << printable(e.what()) << ")\n";
+  }
+}
+
+// (b): the ledger of one layer, its sum, what recomputation keeps, and the stage's layers in flight; for a
+// MoE model, the ledger of each layer kind the stage holds (explain_moe_activations).
+void explain_activations(std::ostream& o, const problem& p, const breakdown& b) {
+  const auto& m = p.model;
+  const auto& l = b.where;
+  const auto& w = b.worst_stage();
+  o << "(b) Activation memory: the ledger of " << (b.basis.moe_ledger.empty() ? "one layer" : "each layer kind")
+    << ", one micro-batch, this rank (" << to_string(p.training.attention) << " attention, "
+    << (m.dropout ? "dropout" : "no dropout") << ", " << to_string(m.mlp) << ", tp=" << l.tp
+    << (l.sp() ? " with sequence parallel" : "") << (l.cp > 1 ? ", cp=" + std::to_string(l.cp) : "") << ")\n";
+  if (!b.basis.moe_ledger.empty()) {
+    explain_moe_activations(o, p, b);
+  } else {
+    const auto& sums = b.basis.per_layer;
+    explain_ledger_lines(o, b.basis.ledger);
+    explain_ledger_sum(o, p, l, w.layers, b.basis.ledger, sums);
+    o << "  stage " << w.stage << " holds " << w.layers << " layers";
+    if (l.pp > 1)
+      o << " and, in " << (l.vpp > 1 ? "interleaved " : "") << "1F1B with " << b.basis.microbatches
+        << " micro-batches per step, keeps " << w.layer_activations << " layer activations alive";
+    // The reference case's form (docs/reference-case.md (b)): the first stage's embedding dropout masks, a
+    // few MiB, are in the total but not in the line.
+    o << ": " << w.layer_activations << " * " << gib_str(sums.of(l.recompute), 3) << " = " << gib_str(w.activations)
       << " GiB\n";
   }
+  if (l.tp > 1) explain_sp_toggle(o, p, l);
 }
 
 // (c): the reserve term by term, both totals, which decides, and the headroom.
@@ -236,7 +322,7 @@ bool can_be_worst(const breakdown& b, const stage_breakdown& s) {
 }
 
 // (d): every other stage that can be the worst, term by term, and how far it is from the worst.
-void explain_other_stages(std::ostream& o, const breakdown& b) {
+void explain_other_stages(std::ostream& o, const problem& p, const breakdown& b) {
   const auto& l = b.where;
   const auto& w = b.worst_stage();
   const std::int64_t per_layer = b.basis.per_layer.of(l.recompute);
@@ -253,8 +339,8 @@ void explain_other_stages(std::ostream& o, const breakdown& b) {
     if (s.transient) o << gib_str(s.persistent) << " + " << gib_str(s.transient) << " transient = ";
     o << gib_str(s.state) << " GiB (persistent: parameters, gradients, master weights, optimizer states)\n";
     o << "    activations = " << s.layer_activations << " layer activations";
-    if (!b.basis.moe_ledger.empty() && s.moe_layers)
-      o << " (dense and MoE layers each at their own ledger)";
+    if (const auto alive = explain_alive_by_kind(p, b, s); !b.basis.moe_ledger.empty() && s.moe_layers)
+      o << " (" << alive.dense << " dense, " << alive.moe << " MoE: " << explain_kinds_sum(p, b, s) << ")";
     else
       o << " * " << gib_str(per_layer, 3) << " GiB";
     if (s.embedding_activations) o << " + embedding " << gib_str(s.embedding_activations, 2) << " GiB";
@@ -277,7 +363,7 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   explain_state(o, p, b);
   explain_activations(o, p, b);
   explain_total(o, p, b);
-  explain_other_stages(o, b);
+  explain_other_stages(o, p, b);
   return o.str();
 }
 

@@ -148,9 +148,11 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
                                       ") is not modelled by this version: torchtitan counts the blocks across "
                                       "a rank's chunks");
   if (l.recompute == recompute_mode::selective_op) {
-    // The per-op policy's saved tensors are derived for torchtitan's dense block with SDPA (ledger.hpp).
-    const char* why = m.moe.enabled()   ? "mixture-of-experts layers"
-                      : m.mla.enabled() ? "multi-latent attention"
+    // The per-op policy's saved tensors are derived for torchtitan's blocks with standard attention and SDPA,
+    // dense or MoE (ledger.cpp, op_policy_entries; docs/model.md "MoE layers under the per-op policy").
+    const char* why = m.mla.enabled()
+                          ? "multi-latent attention (torchtitan's DeepSeek-V3 runs it under flex attention, whose "
+                            "wrapper checkpoints a MoE block's attention and MoE apart)"
                       : p.training.attention != attention_kind::flash
                           ? "eager attention (torchtitan runs SDPA: --attention flash)"
                       : p.precision.trains_in_fp8() ? "FP8 linear layers (torch._scaled_mm is not on its save list)"

@@ -285,8 +285,8 @@ bad_input recipe_zero_error(const recipe& r, int zero);
 // Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
 // to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
 // tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence
-// parallelism), torchtitan's per-op recompute (selective-op) on a layer it is not modelled for (mixture of
-// experts, multi-latent attention, eager attention: torchtitan runs SDPA; FP8 linears). With schedule_error, the one
+// parallelism), torchtitan's per-op recompute (selective-op) on a layer it is not modelled for (multi-latent
+// attention, eager attention: torchtitan runs SDPA; FP8 linears). With schedule_error, the one
 // statement of what a valid layout is; --suggest enumerates by both.
 std::optional<bad_input> layout_error(const problem& p, const layout& l);
 // Returns the first expert-parallel or hybrid-sharding field of `l` that does not fit `p`, or nullopt (the

@@ -83,15 +83,40 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
 }
 
-// Marks or adds, through `add`, what torchtitan's per-op policy keeps of a dense layer with standard attention
-// (docs/model.md, "torchtitan's per-op policy"): its save list holds aten.mm, the SDPA kernels, the
-// reduce-scatter and max, and of the matmuls it keeps every other one, counting from the block's first
-// (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py l.214-223, 250-264; the same rule
-// at 238fa995 torchtitan/distributed/activation_checkpoint.py l.98-122). The checkpoint keeps the block's
-// input. A kept output that is a ledger tensor already (SwiGLU's gate, the GeLU input, SDPA's log-sum-exp)
-// is marked op_saved; the others are added as op_output entries.
+// Adds, through `add`, the per-head q and k norms' tensors (docs/model.md, "Query and key norms"; Qwen3's
+// q_norm / k_norm over head_dim, transformers modeling_qwen3_moe.py; Megatron --qk-layernorm, TENorm over
+// head_dim, megatron/core/transformer/attention.py): each keeps its input, the projection's output, and
+// fp32 statistics per token and head (rstd; LayerNorm also the mean), as ln1.stats does per token.
 template <class Add>
-void op_policy_entries(const model_spec& m, const ledger_shape& s, std::vector<ledger_entry>& out, Add& add) {
+void qk_norm_entries(const model_spec& m, const ledger_shape& s, Add& add) {
+  const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, s_local = s.seq / s.cp;
+  const std::int64_t heads = m.heads / t, kv = m.kv_heads >= t ? m.kv_heads / t : 1;
+  const std::int64_t stats = m.norm == norm_kind::layernorm ? 2 : 1;
+  const std::string a16 = std::to_string(act), st = std::to_string(4 * stats);
+  add("attn.q_norm.input", a16 + "*s*b*a*d/t", {s_local, b, heads * m.head_dim}, act, act_role::saved);
+  add("attn.q_norm.stats", st + "*s*b*a/t", {s_local, b, heads * stats}, 4, act_role::saved);
+  add("attn.k_norm.input", a16 + "*s*b*kv*d/t", {s_local, b, kv * m.head_dim}, act, act_role::saved);
+  add("attn.k_norm.stats", st + "*s*b*kv/t", {s_local, b, kv * stats}, 4, act_role::saved);
+}
+
+
+// Marks or adds, through `add`, what torchtitan's per-op policy keeps of a layer with standard attention
+// (docs/model.md, "torchtitan's per-op policy"): its save list holds aten.mm, the SDPA kernels, the
+// reduce-scatter, max and (DeepSeek-V3, Llama 4) the all-to-all, and of the matmuls it keeps every other one,
+// counting from the block's first (pytorch/torchtitan@99fee810b
+// torchtitan/distributed/activation_checkpoint.py l.92-116, where the count restarts with each block's
+// forward; the same rule at 9dec370 torchtitan/parallelisms/parallelize_llama.py l.214-264). The checkpoint
+// keeps the block's input. A kept
+// output that is a ledger tensor already (SwiGLU's gate, the GeLU input, the q norm's input, SDPA's
+// log-sum-exp) is marked op_saved; the others are added as op_output entries. A MoE layer (torchtitan
+// models/moe.py l.392-468) runs the router's gate, the dispatch all-to-all, the routed experts
+// (torch._grouped_mm: not on the list, recomputed), the combine all-to-all, then the shared experts' w1, w3,
+// w2, and under tensor parallelism reduce-scatters its output. The gate's matmul is forced to recompute and
+// left out of the count (per_op_sac_force_recompute_mm_shapes_by_fqns, default ["moe.router.gate"]:
+// config/job_config.py l.542-544; activation_checkpoint.py l.104-106).
+template <class Add>
+void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_layer,
+                       std::vector<ledger_entry>& out, Add& add) {
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
   const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
   const std::int64_t q_width = m.heads / t * m.head_dim;
@@ -102,39 +127,71 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, std::vector<l
       if (e.name == name) e.op_saved = true;
   };
   mark("ln1.input");
-  // The block's matmuls in the order torchtitan's Llama block runs them (model.py: wq, wk, wv, wo; then w1,
-  // w3, w2 as in w2(silu(w1(x)) * w3(x)); a GeLU MLP's fc1, fc2). Under tensor parallelism the row-parallel
-  // wo and w2 return partial sums over the whole hidden size before their reduce-scatter.
+  // The block's counted matmuls in the order torchtitan's blocks run them (model.py: wq, wk, wv, wo; then w1,
+  // w3, w2 as in w2(silu(w1(x)) * w3(x)); a GeLU MLP's fc1, fc2; a MoE's shared w1, w3, w2). Under tensor
+  // parallelism the row-parallel wo and w2 return partial sums over the whole hidden size before their
+  // reduce-scatter; the MoE's input is all-gathered first (llama4/infra/parallelize.py l.451-459), so the
+  // shared experts see every token of the rank's tp group.
   struct mm {
     const char* name;
     const char* formula;
     std::int64_t width;
     const char* ledger_name;  // the ledger tensor this output is, or nullptr
   };
-  std::vector<mm> mms = {{"attn.wq.output", "*s*b*a*d/t", q_width, nullptr},
-                         {"attn.wk.output", "*s*b*kv*d/t", kv_width, nullptr},
-                         {"attn.wv.output", "*s*b*kv*d/t", kv_width, nullptr},
-                         {"attn.wo.output", "*s*b*h", h, nullptr}};
-  if (m.mlp == mlp_kind::swiglu)
+  std::vector<mm> mms = {
+      {"attn.wq.output", "*s*b*a*d/t", q_width, m.qk_norm ? "attn.q_norm.input" : nullptr},
+      {"attn.wk.output", "*s*b*kv*d/t", kv_width, m.qk_norm ? "attn.k_norm.input" : nullptr},
+      {"attn.wv.output", "*s*b*kv*d/t", kv_width, nullptr},
+      {"attn.wo.output", "*s*b*h", h, nullptr}};
+  const std::int64_t fs = m.moe.shared_ffn / t;
+  if (moe_layer && fs > 0)
+    mms.insert(mms.end(), {{"moe.shared.w1.output", "*s*b*Fs/t", fs, nullptr},
+                           {"moe.shared.w3.output", "*s*b*Fs/t", fs, nullptr},
+                           {"moe.shared.w2.output", "*s*b*h", h, nullptr}});
+  else if (!moe_layer && m.mlp == mlp_kind::swiglu)
     mms.insert(mms.end(), {{"mlp.w1.output", "", f, "mlp.gate"},
                            {"mlp.w3.output", "", f, "mlp.up"},
                            {"mlp.w2.output", "*s*b*h", h, nullptr}});
-  else
-    mms.insert(mms.end(), {{"mlp.fc1.output", "", f, "mlp.gelu.input"}, {"mlp.fc2.output", "*s*b*h", h, nullptr}});
+  else if (!moe_layer)
+    mms.insert(mms.end(),
+               {{"mlp.fc1.output", "", f, "mlp.gelu.input"}, {"mlp.fc2.output", "*s*b*h", h, nullptr}});
+  // The all-to-alls of expert parallelism (expert_parallel.py l.123-128, 151-156), between the attention and
+  // the shared experts: dispatch brings this rank the R rows its experts process, combine returns the k rows
+  // of each of its own tokens (k * s/t * b * etp: split over tp when etp = 1, every token when etp = tp).
+  auto all_to_alls = [&] {
+    // Kept for every model: DeepSeek-V3's and Llama 4's save lists hold all_to_all_single
+    // (pytorch/torchtitan@99fee810b torchtitan/models/deepseek_v3/infra/parallelize.py l.33-44,
+    // torchtitan/experiments/llama4/infra/parallelize.py l.37-48); Qwen3's experiment does not
+    // (experiments/qwen3/infra/parallelize.py l.36-46), where this over-counts by these two outputs. Which
+    // list ran is a property of the torchtitan code, not of the model's shape, so it is not guessed.
+    if (s.ep == 1) return;
+    const std::int64_t own =
+        detail::checked_mul(detail::checked_mul(m.moe.top_k, s_sp, "routed rows"),
+                            detail::checked_mul(b, s.expert_tp(), "routed rows"), "routed rows");
+    add("moe.dispatch.all_to_all.output", a16 + "*R*h", {routed_rows(m, s), h}, act, act_role::op_output);
+    add("moe.combine.all_to_all.output", a16 + "*k*s*b*etp*h" + T, {own, h}, act, act_role::op_output);
+  };
   for (std::size_t i = 0; i < mms.size(); ++i) {
     const auto& x = mms[i];
     if (i == 3) {  // SDPA runs between wv and wo: its output and (flash) its log-sum-exp are on the list
       add("attn.sdpa.output", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::op_output);
       if (s.attention == attention_kind::flash) mark("attn.flash.logsumexp");
     }
+    if (i == 4 && moe_layer) all_to_alls();
     const bool saved = i % 2 == 0;  // the 1st, 3rd, ... matmul is kept, the 2nd, 4th, ... recomputed
     if (saved && x.ledger_name) mark(x.ledger_name);
-    if (saved && !x.ledger_name) add(x.name, a16 + x.formula, {s_local, b, x.width}, act, act_role::op_output);
+    if (saved && !x.ledger_name)
+      add(x.name, a16 + x.formula, {s_local, b, x.width}, act, act_role::op_output);
     // The row-parallel outputs' reduce-scatter under sequence parallelism (torchtitan's TP plan: wo and w2
-    // are RowwiseParallel with a sequence-sharded output).
-    if ((i == 3 || i + 1 == mms.size()) && s.sp)
-      add(std::string(x.name) + ".reduce_scatter", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::op_output);
+    // are RowwiseParallel with a sequence-sharded output; the shared experts' w2 leaves a partial sum).
+    if ((i == 3 || (!moe_layer && i + 1 == mms.size())) && s.sp)
+      add(std::string(x.name) + ".reduce_scatter", a16 + "*s*b*h" + T, {s_sp, b, h}, act,
+          act_role::op_output);
   }
+  if (!moe_layer) return;
+  if (mms.size() == 4) all_to_alls();
+  // The MoE output's reduce-scatter (PrepareModuleInputOutput: Partial to Shard(1), l.451-457).
+  if (s.sp) add("moe.output.reduce_scatter", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::op_output);
 }
 
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer) {
@@ -188,6 +245,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     add("attn.v", a16 + "*s*b*a*v/t", {s_local, b, heads * x.v_head_dim}, act, act_role::saved, up);
     proj_width = heads * x.v_head_dim;
   } else {
+    if (m.qk_norm) qk_norm_entries(m, s, add);
     add("attn.q", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
     add("attn.k", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
   }
@@ -214,6 +272,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   if (moe_layer) {
     moe_mlp_entries(m, s, T, a16, add);
     if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
+    if (s.op_policy && !m.mla.enabled()) op_policy_entries(m, s, true, out, add);
     return out;
   }
   const std::uint32_t mlp = bit(recompute_module::mlp);
@@ -228,7 +287,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   }
   add("mlp.fc2.input", lin16 + "*s*b*f/t", {s_local, b, f}, lin, act_role::saved, mlp);
   if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
-  if (s.op_policy && !m.mla.enabled()) op_policy_entries(m, s, out, add);
+  if (s.op_policy && !m.mla.enabled()) op_policy_entries(m, s, false, out, add);
   return out;
 }
 

@@ -18,8 +18,9 @@ enum class act_role {
   layer_input,     // the layer's input: the one tensor full recomputation keeps
   saved,           // kept without recomputation and with selective recomputation
   attention_core,  // the attention core's internals: dropped by selective recomputation
-  // An op output only torchtitan's per-op policy keeps (a matmul's, SDPA's or a reduce-scatter's output that
-  // the other modes hold only while the layer runs forward): counted under selective_op alone.
+  // An op output only torchtitan's per-op policy keeps (a matmul's, SDPA's, a reduce-scatter's or an
+  // all-to-all's output that the other modes hold only while the layer runs forward): counted under
+  // selective_op alone.
   op_output,
 };
 
@@ -96,8 +97,9 @@ ledger_shape shape_of(const problem& p, const layout& l);
 
 // Returns, in order of creation in the forward pass, the tensors one layer keeps for backward for one
 // micro-batch on one rank, without recomputation: the attention (standard or multi-latent) and the MLP, a
-// MoE one (router, dispatch, routed and shared experts) when `moe_layer`. With s.op_policy, a dense layer
-// with standard attention also lists the op outputs torchtitan's per-op policy keeps (op_policy_entries).
+// MoE one (router, dispatch, routed and shared experts) when `moe_layer`. Standard attention lists the
+// per-head q/k norms' inputs and statistics when m.qk_norm. With s.op_policy, a layer (dense or MoE) with
+// standard attention also lists the op outputs torchtitan's per-op policy keeps (op_policy_entries).
 // Throws bad_input if a byte count would overflow, or when `moe_layer` is asked of a dense model.
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer = false);
 

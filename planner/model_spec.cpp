@@ -134,6 +134,9 @@ layer_params attention_params(const model_spec& m, std::int64_t norm_params_per_
     if (m.linear_bias) p.replicated += h;
   }
   if (m.attention_sinks) p.sharded += a;  // one sink logit per head
+  // q_norm and k_norm (Qwen3RMSNorm(head_dim) in transformers modeling_qwen3.py; TENorm(head_dim) in Megatron
+  // attention.py): one weight each, shared by every head, so on every tp rank.
+  if (m.qk_norm && !m.mla.enabled()) p.replicated += 2 * norm_params_per_width * m.head_dim;
   return p;
 }
 
@@ -408,7 +411,7 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
       "kv_heads", "head_dim",       "ffn_hidden",     "vocab",         "seq",          "max_positions",
       "mlp",     "norm",            "position",       "tied_embeddings", "dropout",    "bias",
       "qkv_bias_only", "embedding_norm", "norms_per_layer", "parallel_residual", "params",
-      "moe",     "mla",             "attention_sinks"};
+      "moe",     "mla",             "attention_sinks", "qk_norm"};
   require_known_keys(j, known, origin);
   model_spec m;
   m.name = opt_string_field(j, "name", origin).value_or(origin);
@@ -459,6 +462,7 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.parallel_residual = opt_bool_field(j, "parallel_residual", origin).value_or(false);
   m.stated_params = opt_int_field(j, "params", origin, 1, INT64_MAX / 64);
   m.attention_sinks = opt_bool_field(j, "attention_sinks", origin).value_or(false);
+  m.qk_norm = opt_bool_field(j, "qk_norm", origin).value_or(false);  // absent in files written before it
   read_moe_and_mla(j, origin, m);
   validate(m);
   return m;
@@ -488,6 +492,7 @@ nlohmann::json model_to_json(const model_spec& m) {
                       {"parallel_residual", m.parallel_residual}};
   if (m.stated_params) j["params"] = *m.stated_params;
   if (m.attention_sinks) j["attention_sinks"] = true;
+  if (m.qk_norm) j["qk_norm"] = true;
   if (m.moe.enabled()) {
     std::vector<int> layers;
     for (bool b : m.moe.layers) layers.push_back(b ? 1 : 0);

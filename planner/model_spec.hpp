@@ -82,6 +82,10 @@ struct model_spec {
   moe_spec moe;                               // mixture-of-experts; experts == 0 for a dense model
   mla_spec mla;                               // multi-latent attention; kv_lora_rank == 0 otherwise
   bool attention_sinks = false;               // GPT-OSS: one learned sink logit per head and layer
+  // Qwen3's q_norm / k_norm, Megatron's --qk-layernorm: a norm over head_dim applied to each head of q and k
+  // (one weight of head_dim each, shared by the heads). Ignored with multi-latent attention, whose latent
+  // norms are always counted (docs/model.md, "Query and key norms").
+  bool qk_norm = false;
   // Returns whether layer i (0-based) has a MoE MLP.
   bool is_moe_layer(std::int64_t i) const {
     return moe.enabled() && i >= 0 && static_cast<std::size_t>(i) < moe.layers.size() &&

@@ -53,7 +53,8 @@ std::vector<std::string> builtin_recipes() {
           "bf16-adam8bit", "megatron-distopt", "deepspeed-bf16", "fp16-nomaster", "fsdp2-bf16",
           "megatron-distopt-fp8", "megatron-distopt-fp8-param-gather", "megatron-distopt-bf16-moments",
           "megatron-distopt-bf16-grads", "megatron-distopt-fp8-bf16-grads",
-          "megatron-distopt-fp8-param-gather-bf16-grads", "megatron-fp8", "fsdp2-fp8", "fsdp2-fp8-allgather"};
+          "megatron-distopt-fp8-param-gather-bf16-grads", "megatron-distopt-fp8-bf16-moments",
+          "megatron-distopt-fp8-param-gather-bf16-moments", "megatron-fp8", "fsdp2-fp8", "fsdp2-fp8-allgather"};
 }
 
 namespace {
@@ -61,7 +62,8 @@ namespace {
 recipe megatron_variant(const std::string& name) {
   using k = buffer_kind;
   if (name == "megatron-distopt-fp8" || name == "megatron-distopt-fp8-param-gather" ||
-      name == "megatron-distopt-fp8-bf16-grads" || name == "megatron-distopt-fp8-param-gather-bf16-grads") {
+      name == "megatron-distopt-fp8-bf16-grads" || name == "megatron-distopt-fp8-param-gather-bf16-grads" ||
+      name == "megatron-distopt-fp8-bf16-moments" || name == "megatron-distopt-fp8-param-gather-bf16-moments") {
     // FP8 training with TransformerEngine (delayed or current scaling) under Megatron's distributed optimizer.
     // FP8 adds before it subtracts: the bf16 weights stay and every linear weight gains an FP8 copy and, on
     // Hopper, its FP8 transpose for the backward GEMMs (TransformerEngine issues #1261, #257: "TE keeps both
@@ -73,8 +75,18 @@ recipe megatron_variant(const std::string& name) {
     // bf16 buffer and the fp32 cast of the rank's shard for the step. NVIDIA's FP8 examples run all three
     // (Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh: --use-distributed-optimizer, --fp8-param-gather,
     // --grad-reduce-in-bf16).
+    // -bf16-moments: Megatron-MoE-ModelZoo's FP8 (sbatch_benchmarking.sh @ e865051 l.85-92: blockwise FP8,
+    // --fp8-param-gather, --use-precision-aware-optimizer, --main-params-dtype fp32, --exp-avg-dtype bf16
+    // --exp-avg-sq-dtype bf16). With FP8 other than delayed scaling and fp32 main params,
+    // use_precision_aware_optimizer_no_fp8_or_ds_fp8 is false (Megatron-LM optimizer_config.py l.407-414 @
+    // d98e8a64), so MCore keeps the fp32 master shard itself (distrib_optimizer.py l.421-455: a float() clone of
+    // the rank's shard) and TransformerEngine's FusedAdam gets no master_weights, only the moment dtypes
+    // (optimizer/__init__.py l.564-585); FusedAdam allocates exp_avg and exp_avg_sq in them (TransformerEngine
+    // fused_adam.py l.393-416, 452-460 @ d0067d0d): 2 bytes each, sharded. The fp32 grad buffer is unchanged.
     const bool gather = name.find("-param-gather") != std::string::npos;
     const bool bf16_grads = name.ends_with("-bf16-grads");
+    const std::int64_t moment = name.ends_with("-bf16-moments") ? 2 : 4;
+    const std::string moment_dtype = moment == 2 ? "bf16" : "fp32";
     recipe r{name, {}, 2, 0, 0, 0, true};
     if (!gather) r.buffers.push_back({"bf16 parameters", k::params, 2, 4});
     r.buffers.push_back({"FP8 weights + transposes (linear layers)", k::params, 2, 4});
@@ -86,8 +98,8 @@ recipe megatron_variant(const std::string& name) {
       r.buffers.push_back({"fp32 main gradients (unsharded)", k::grads, 4, 4});
     }
     r.buffers.push_back({"fp32 master weights", k::master, 4, 1});
-    r.buffers.push_back({"Adam m (fp32)", k::optimizer, 4, 1});
-    r.buffers.push_back({"Adam v (fp32)", k::optimizer, 4, 1});
+    r.buffers.push_back({"Adam m (" + moment_dtype + ")", k::optimizer, moment, 1});
+    r.buffers.push_back({"Adam v (" + moment_dtype + ")", k::optimizer, moment, 1});
     r.linear_only = gather ? 1u << 0 : 1u << 1;  // the FP8 buffer
     if (gather) r.other_only = 1u << 1;          // the bf16 remainder
     return r;
@@ -109,11 +121,14 @@ recipe megatron_variant(const std::string& name) {
             2, 0, 0, 0, false};
   if (name == "megatron-distopt-bf16-moments")
     // Megatron's precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16
-    // --exp-avg-sq-dtype bf16; megatron/core/transformer/moe/README.md l.364): Adam's moments in bf16.
+    // --exp-avg-sq-dtype bf16; megatron/core/transformer/moe/README.md l.364): Adam's moments in bf16. Without
+    // FP8 TransformerEngine's FusedAdam holds the master weights (optimizer/__init__.py l.571-585) with
+    // store_param_remainders (optimizer_config.py l.192, on from TE 2.1, no flag turns it off): only the 16 bits
+    // of each fp32 master that its bf16 parameter lacks, an int16 (TransformerEngine fused_adam.py l.414-415).
     return {name,
             {{"bf16 parameters", k::params, 2, 4},
              {"fp32 main gradients (unsharded)", k::grads, 4, 4},
-             {"fp32 master weights", k::master, 4, 1},
+             {"fp32 master remainders (int16)", k::master, 2, 1},
              {"Adam m (bf16)", k::optimizer, 2, 1},
              {"Adam v (bf16)", k::optimizer, 2, 1}},
             2, 0, 0, 0, false};

@@ -29,7 +29,14 @@ std::int64_t slots(const problem& p) {
 
 std::int64_t detail::stage_layers_of_split(const problem& p, const layout& l, int stage) {
   const auto& s = p.training.split;
-  if (!s.layers.empty()) return s.layers[static_cast<std::size_t>(stage)];
+  if (!s.layers.empty() && s.layers.size() == static_cast<std::size_t>(l.pp))
+    return s.layers[static_cast<std::size_t>(stage)];
+  if (!s.layers.empty()) {  // pp x vpp virtual stages (uneven_chunks)
+    std::int64_t n = 0;
+    for (std::size_t v = static_cast<std::size_t>(stage); v < s.layers.size(); v += static_cast<std::size_t>(l.pp))
+      n += s.layers[v];
+    return n;
+  }
   if (s.first_stage || s.last_stage) {
     if (stage == 0 && s.first_stage) return s.first_stage;
     if (stage == l.pp - 1 && s.last_stage) return s.last_stage;
@@ -43,6 +50,32 @@ std::int64_t detail::stage_layers_of_split(const problem& p, const layout& l, in
   return k;
 }
 
+std::int64_t virtual_stage_layers(const problem& p, const layout& l, std::int64_t v) {
+  const auto& s = p.training.split;
+  if (!uneven_chunks(p, l)) return stage_layers(p, l, static_cast<int>(v % l.pp)) / l.vpp;
+  if (!s.layers.empty()) return s.layers[static_cast<std::size_t>(v)];
+  // Megatron's counted embedding and loss with vpp > 1: (L + E + Lo) / (pp x vpp) slots a virtual stage, one
+  // fewer transformer layer on the first and on the last virtual stage.
+  const std::int64_t all = static_cast<std::int64_t>(l.pp) * l.vpp, per = slots(p) / all;
+  return per - (v == 0 && s.embedding_as_layer ? 1 : 0) - (v == all - 1 && s.loss_as_layer ? 1 : 0);
+}
+
+std::int64_t largest_chunk_layers(const problem& p, const layout& l, int stage) {
+  if (!uneven_chunks(p, l)) return stage_layers(p, l, stage) / std::max(1, l.vpp);
+  std::int64_t most = 0;
+  for (std::int64_t c = 0; c < l.vpp; ++c) most = std::max(most, chunk_layers(p, l, stage, c));
+  return most;
+}
+
+std::int64_t chunk_first_layer(const problem& p, const layout& l, int stage, std::int64_t chunk) {
+  if (l.vpp <= 1) return first_layer_of(p, l, stage);
+  if (!uneven_chunks(p, l))  // every virtual stage of rank k holds stage_layers(k) / vpp
+    return chunk * (p.model.layers / l.vpp) + first_layer_of(p, l, stage) / l.vpp;
+  std::int64_t first = 0;
+  for (std::int64_t v = 0; v < chunk * l.pp + stage; ++v) first += virtual_stage_layers(p, l, v);
+  return first;
+}
+
 std::int64_t first_layer_of(const problem& p, const layout& l, int stage) {
   std::int64_t first = 0;
   for (int k = 0; k < stage; ++k) first += stage_layers(p, l, k);
@@ -53,18 +86,25 @@ std::optional<bad_input> split_error(const problem& p, const layout& l) {
   const auto& s = p.training.split;
   const std::int64_t L = p.model.layers;
   const bool counted = s.embedding_as_layer || s.loss_as_layer;
+  const std::int64_t virtual_stages = static_cast<std::int64_t>(l.pp) * l.vpp;
   if (!s.layers.empty()) {
     if (s.first_stage || s.last_stage || counted)
       return bad_input("pp-layout",
                        "an explicit layout excludes --first/--last-stage-layers and counted "
                        "embedding or loss layers");
-    if (static_cast<std::int64_t>(s.layers.size()) != l.pp)
-      return bad_input("pp-layout",
-                       "gives " + std::to_string(s.layers.size()) + " stages for pp=" + std::to_string(l.pp));
+    const auto given = static_cast<std::int64_t>(s.layers.size());
+    const bool per_chunk = l.vpp > 1 && given == virtual_stages;
+    if (given != l.pp && !per_chunk)
+      return bad_input("pp-layout", "gives " + std::to_string(given) + " stages for pp=" + std::to_string(l.pp) +
+                                        (l.vpp > 1 ? " (or pp x vpp = " + std::to_string(virtual_stages) +
+                                                         " virtual stages)"
+                                                   : ""));
     std::int64_t sum = 0;
     for (auto n : s.layers) {
-      if (n < 1 || n > L)
-        return bad_input("pp-layout", "every stage needs between 1 and " + std::to_string(L) + " layers");
+      // A virtual stage may hold no transformer layer (Megatron's "mL" stage: MTP and the loss alone).
+      if (n < (per_chunk ? 0 : 1) || n > L)
+        return bad_input("pp-layout", std::string("every ") + (per_chunk ? "virtual stage needs between 0" : "stage needs between 1") +
+                                          " and " + std::to_string(L) + " layers");
       sum += n;
     }
     if (sum != L)
@@ -89,17 +129,21 @@ std::optional<bad_input> split_error(const problem& p, const layout& l) {
     const std::int64_t n = slots(p);
     if (n < l.pp)
       return bad_input("pp", "layers (" + std::to_string(L) + ") fewer than pp=" + std::to_string(l.pp));
+    if (counted && l.vpp > 1 && n % virtual_stages != 0)
+      return bad_input("vpp", "the embedding or loss counted as layers with vpp > 1 needs the " + std::to_string(n) +
+                                  " slots (layers + embedding + loss) to divide into pp x vpp = " +
+                                  std::to_string(virtual_stages) +
+                                  " equal virtual stages (Megatron's get_num_layers_to_build)");
   }
   for (int k = 0; k < l.pp; ++k) {
     const std::int64_t n = stage_layers(p, l, k);
     if (n < 1)
       return bad_input("pp", "stage " + std::to_string(k) +
                                  " would hold no transformer layer (pp=" + std::to_string(l.pp) + ")");
-    if (n % l.vpp != 0)
+    if (!uneven_chunks(p, l) && n % l.vpp != 0)
       return bad_input("vpp", "stage " + std::to_string(k) + "'s " + std::to_string(n) +
-                                  " layers are not divisible by vpp=" + std::to_string(l.vpp));
-    if (l.vpp > 1 && n != stage_layers(p, l, 0))
-      return bad_input("vpp", "the interleaved schedule needs the same layers on every stage");
+                                  " layers are not divisible by vpp=" + std::to_string(l.vpp) +
+                                  " (give pp x vpp counts to --pp-layout for chunks of different sizes)");
   }
   return std::nullopt;
 }

@@ -14,11 +14,12 @@
 namespace headroom {
 
 // Returns why the pipeline split of `l` cannot be made for `p` (a --pp-layout that does not sum to the
-// layers, a stage left with no layer, stage layers not divisible by vpp, ...), or nullopt.
+// layers, a stage left with no layer, a stage's layers not divisible by vpp where its chunks must be even,
+// ...), or nullopt.
 std::optional<bad_input> split_error(const problem& p, const layout& l);
 
 // Returns the transformer layers of stage `stage` (the split must be valid). No allocation.
-//   explicit (--pp-layout): as given;
+//   explicit (--pp-layout): as given; with pp x vpp counts (virtual stages), the sum of the stage's chunks;
 //   first / last stage counts (Megatron's decoder-first/last-pipeline-num-layers): those, the rest even;
 //   otherwise DeepSpeed's uniform partition over L (+1 for an embedding, +1 for a loss counted as layers):
 //   every stage floor(slots / pp), the first (slots mod pp) one more, and the counted embedding and loss
@@ -37,14 +38,37 @@ inline std::int64_t stage_layers(const problem& p, const layout& l, int stage) {
 // Returns the first transformer layer (0-based, global) of stage `stage`.
 std::int64_t first_layer_of(const problem& p, const layout& l, int stage);
 
-// Returns the first layer (0-based, global) of model chunk `chunk` of stage `stage`, whose first layer is
-// `stage_first` (first_layer_of): with vpp = 1 the stage's own; interleaved, chunk c is virtual stage
-// c * pp + stage, c rounds of L / vpp layers after the stage's share of the first round (every stage's layers
-// divide by vpp: split_error). estimate() and the step trace place MoE layers by it.
-inline std::int64_t chunk_first_layer(const problem& p, const layout& l, std::int64_t stage_first,
-                                      std::int64_t chunk) {
-  return l.vpp <= 1 ? stage_first : chunk * (p.model.layers / l.vpp) + stage_first / l.vpp;
+// Returns whether the model chunks of a stage may differ in size under the interleaved schedule: an explicit
+// split of pp x vpp virtual stages (a Megatron --pipeline-model-parallel-layout string, or --pp-layout with
+// pp x vpp counts), or the embedding / loss counted as pipeline layers with vpp > 1 (Megatron takes one layer
+// off the first virtual stage of the first rank and the last of the last: transformer_block.py
+// get_num_layers_to_build, l.76-200 at NVIDIA/Megatron-LM@d98e8a64). Otherwise every chunk of stage k holds
+// stage_layers(k) / vpp layers.
+inline bool uneven_chunks(const problem& p, const layout& l) {
+  const auto& s = p.training.split;
+  return l.vpp > 1 &&
+         (s.layers.size() == static_cast<std::size_t>(l.pp) * static_cast<std::size_t>(l.vpp) ||
+          (s.layers.empty() && (s.embedding_as_layer || s.loss_as_layer)));
 }
+
+// Returns the transformer layers of virtual stage `v` (0 <= v < pp x vpp; virtual stage v is model chunk
+// v / pp of stage v % pp, Megatron's order). The split must be valid (split_error).
+std::int64_t virtual_stage_layers(const problem& p, const layout& l, std::int64_t v);
+
+// Returns the transformer layers of model chunk `chunk` of stage `stage` (the stage's own with vpp = 1).
+inline std::int64_t chunk_layers(const problem& p, const layout& l, int stage, std::int64_t chunk) {
+  if (l.vpp <= 1) return stage_layers(p, l, stage);
+  if (!uneven_chunks(p, l)) return stage_layers(p, l, stage) / l.vpp;
+  return virtual_stage_layers(p, l, chunk * l.pp + stage);
+}
+
+// Returns the most layers one model chunk of stage `stage` holds (ZeRO-3's gathers stay inside a chunk).
+std::int64_t largest_chunk_layers(const problem& p, const layout& l, int stage);
+
+// Returns the first layer (0-based, global) of model chunk `chunk` of stage `stage`: with vpp = 1 the stage's
+// own (first_layer_of); interleaved, the layers of every virtual stage before chunk * pp + stage. estimate()
+// and the step trace place MoE layers by it.
+std::int64_t chunk_first_layer(const problem& p, const layout& l, int stage, std::int64_t chunk);
 
 // Returns the copies of model chunk `chunk` a stage holds at the end of its warm-up, when `in_flight`
 // (chunks_in_flight) chunks are alive: forward step i runs chunk (i mod pp*vpp) / pp.

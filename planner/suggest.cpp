@@ -187,7 +187,7 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
       const std::int64_t M = microbatches_per_step(p, l);
       if (!batch_splits(p, l) || !schedule_runs(l, M)) continue;  // schedule_error()'s rules
       // An explicit split or a MoE model (stages of different layer kinds): every stage, the slow path.
-      const bool exact = !middle_stages_dominated(p, l) || p.model.moe.enabled();
+      const bool exact = !middle_stages_dominated(p, l) || p.model.moe.enabled() || uneven_chunks(p, l);
       // The pieces that depend on neither the state nor the activation level, for the first and the last
       // stage.
       struct stage_piece {
@@ -212,7 +212,8 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
         if (!m_state.rules_hold(p, l)) continue;
         stage_terms terms[2];
         for (int k = 0; k < nstages; ++k) {
-          terms[k].transient = stage_transient(p, m_params, l, pieces[k].layers, pieces[k].params_on_rank);
+          terms[k].transient =
+              stage_transient(p, m_params, l, pieces[k].layers / l.vpp, pieces[k].params_on_rank);
           terms[k].persistent = persistent_bytes(p, l, pieces[k].params_on_rank);
           terms[k].output_phase = k == nstages - 1 ? v.peaks.output_phase : 0;
         }

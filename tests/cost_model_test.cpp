@@ -70,5 +70,30 @@ TEST(CostModel, TensorParallelTrafficGrowsWithTp) {
   }
 }
 
+// torchtitan's per-op policy on an all-MoE model, Qwen3-30B-A3B (h 2048, 32 heads and 4 kv heads of 128,
+// 128 experts of width 768, top 8, no shared expert) at seq 4096, per token and layer in FLOPs: the forward is
+// attention 2(2hq + 2h·kv) + 4sq = 104,857,600, the gate 2·E·h = 524,288 and 8 experts' three matmuls
+// 2·8·3·h·768 = 75,497,472, in all 180,879,360; the policy repeats wk and wo, 2(h·kv + q·h) = 18,874,368, the
+// gate and every expert matmul (torch._grouped_mm is on no save list), 94,896,128; the fraction of forward +
+// backward is 94,896,128 / (3 x 180,879,360).
+TEST(CostModel, OpPolicyOnMoeLayersRepeatsTheExperts) {
+  auto p = preset_problem("qwen3-30b-a3b");
+  p.training.seq = 4096;
+  p.training.attention = attention_kind::flash;
+  const auto pc = count_params(p.model);
+  layout l = make_layout(8, 3, recompute_mode::selective_op);
+  l.ep = 8;
+  EXPECT_NEAR(cost_of(p, pc, l, {}).recompute, 94896128.0 / (3 * 180879360.0), 1e-12);
+  // The compute a token costs is that of the parameters it touches (top_k of the experts): every term
+  // measured against the compute time scales with active / total when the active count is taken away.
+  l = make_layout(16, 1, recompute_mode::none, 2);
+  l.ep = 8;
+  auto all = pc;
+  all.active = pc.total;
+  ASSERT_LT(pc.active, pc.total / 5);
+  const double touched = cost_of(p, pc, l, {}).tp_comm, every = cost_of(p, all, l, {}).tp_comm;
+  EXPECT_NEAR(every / touched, static_cast<double>(pc.active) / static_cast<double>(pc.total), 1e-12);
+}
+
 }  // namespace
 }  // namespace headroom

@@ -112,7 +112,9 @@ TEST(MegatronArgs, ModelZooDeepSeekV3Yaml) {
   EXPECT_EQ(l.recompute, recompute_mode::none);
   EXPECT_EQ(l.dispatcher, "allgather");  // not in the YAML: Megatron's default (the runner adds flex)
   EXPECT_TRUE(derived(l, "dispatcher", "allgather"));
-  EXPECT_TRUE(contains(l.unmodelled, "--qk-layernorm: "));
+  // --qk-layernorm with MLA builds the latent norms the MLA ledger prices (gpt_layer_specs.py l.104-115).
+  EXPECT_FALSE(contains(l.unmodelled, "--qk-layernorm"));
+  EXPECT_TRUE(derived(l, "mla latent norms", "priced"));
   EXPECT_TRUE(contains(l.unused, "--lr"));
   EXPECT_TRUE(contains(l.unused, "--data-path"));  // ${DATA_PATH} is never read
   EXPECT_FALSE(contains(l.unmodelled, "--swiglu"));
@@ -138,6 +140,9 @@ TEST(MegatronArgs, ModelZooQwen3Yaml) {
   EXPECT_EQ(m.moe.expert_ffn, 1536);
   EXPECT_EQ(m.moe.shared_ffn, 0);
   EXPECT_EQ(moe_count(m), 94);
+  // --qk-layernorm without MLA: Qwen3's per-head q/k norms (gpt_layer_specs.py l.149-152), as the HF import.
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_FALSE(contains(l.unmodelled, "--qk-layernorm"));
   EXPECT_EQ(l.tp, 2);
   EXPECT_EQ(l.etp, 1);
   // (94 + embedding + loss) / pp 8 = 12 per stage, / 3 per virtual stage = 4 (runtime.conf's VPP for this row).
@@ -225,7 +230,9 @@ TEST(MegatronArgs, FsdpDeepSeekScriptFindsTheCommandInAVariable) {
   EXPECT_EQ(l.model->vocab, 129280);
   EXPECT_EQ(moe_count(*l.model), 58);
   EXPECT_EQ(l.model->moe.mtp_layers, 1);
-  EXPECT_EQ(l.dispatcher, "flex");
+  // --moe-token-dispatcher-type flex: priced as alltoall, the HybridEP buffer listed (megatron_args.cpp).
+  EXPECT_EQ(l.dispatcher, "alltoall");
+  EXPECT_TRUE(contains(l.unmodelled, "--moe-token-dispatcher-type: flex: the hybridep backend"));
   EXPECT_EQ(l.recompute, recompute_mode::selective);
   EXPECT_EQ(l.recompute_modules, (std::vector<std::string>{"mlp", "moe", "mla_up_proj", "layernorm"}));
   EXPECT_EQ(l.ep, 8);  // EP=${EP:-8}

@@ -98,5 +98,87 @@ TEST(Schedule, TheTraceUsesTheSameSplit) {
               p.training.split.layers[static_cast<std::size_t>(k)]);
 }
 
+// Returns the layers stage `stage` holds at the end of its warm-up, walked in Megatron's interleaved order
+// (forward step i runs chunk (i mod pp*vpp) / pp; schedules.py), given each chunk's size: the count the
+// planner's activations must follow when chunks differ in size.
+std::int64_t schedule_walked_layers(const layout& l, int stage, std::int64_t microbatches,
+                                    const std::vector<std::int64_t>& chunk_sizes) {
+  const std::int64_t pp = l.pp, v = l.vpp;
+  const std::int64_t steps = std::min(2 * (pp - stage - 1) + (v - 1) * pp + 1, microbatches * v);
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < steps; ++i) n += chunk_sizes[static_cast<std::size_t>((i % (pp * v)) / pp)];
+  return n;
+}
+
+// Megatron's embedding and loss counted as pipeline layers under interleaving (transformer_block.py
+// get_num_layers_to_build at NVIDIA/Megatron-LM@d98e8a64): (L + 2) / (pp x vpp) slots per virtual stage, one
+// layer fewer on the first virtual stage of rank 0 and the last of rank pp - 1. Qwen3-235B-A22B's 94 layers on
+// pp 8, vpp 4 (Megatron-MoE-ModelZoo's H100 layout): 96 / 32 = 3, so rank 0's chunks are 2, 3, 3, 3.
+TEST(Schedule, CountedEmbeddingAndLossShortenTheFirstAndLastVirtualStage) {
+  problem p = preset_problem("llama2-70b");
+  p.model.layers = 94;
+  p.training.global_batch = 64 * 8;  // dp 8: 64 micro-batches a step, so the warm-up is not cut short
+  p.training.split.embedding_as_layer = p.training.split.loss_as_layer = true;
+  layout l = make_layout(8 * 8, 1, recompute_mode::full, 1, 8);
+  l.vpp = 4;
+  ASSERT_FALSE(split_error(p, l));
+  EXPECT_TRUE(uneven_chunks(p, l));
+  EXPECT_EQ(split(p, l), (std::vector<std::int64_t>{11, 12, 12, 12, 12, 12, 12, 11}));
+  const std::vector<std::int64_t> first = {2, 3, 3, 3}, last = {3, 3, 3, 2};
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(chunk_layers(p, l, 0, c), first[static_cast<std::size_t>(c)]);
+    EXPECT_EQ(chunk_layers(p, l, 7, c), last[static_cast<std::size_t>(c)]);
+  }
+  EXPECT_EQ(chunk_first_layer(p, l, 0, 1), 2 + 7 * 3);  // virtual stage 8
+  EXPECT_EQ(chunk_first_layer(p, l, 7, 3), 94 - 2);     // the last virtual stage
+  EXPECT_EQ(largest_chunk_layers(p, l, 0), 3);
+  // Stage 0 keeps 39 chunks at the end of its warm-up (2(pp-1) + (vpp-1)pp + 1): 15 of chunk 0 (2 layers) and
+  // 8 of each other (3 layers), 102 layers, not 39 x 11 / 4.
+  const breakdown b = estimate(p, l);
+  EXPECT_EQ(schedule_walked_layers(l, 0, 64, first), 15 * 2 + 3 * 8 * 3);
+  EXPECT_EQ(b.stages[0].layer_activations, 102);
+  EXPECT_EQ(b.stages[0].activations - b.stages[0].embedding_activations, 102 * b.basis.per_layer.of(l.recompute));
+  for (int k = 1; k < 8; ++k) {
+    std::vector<std::int64_t> sizes;
+    for (int c = 0; c < 4; ++c) sizes.push_back(chunk_layers(p, l, k, c));
+    EXPECT_EQ(b.stages[static_cast<std::size_t>(k)].layer_activations, schedule_walked_layers(l, k, 64, sizes))
+        << "stage " << k;
+  }
+  // Megatron asserts the slots divide: 96 slots over pp 8 x vpp 5 do not.
+  l.vpp = 5;
+  const auto e = split_error(p, l);
+  ASSERT_TRUE(e);
+  EXPECT_NE(std::string(e->what()).find("get_num_layers_to_build"), std::string::npos) << e->what();
+}
+
+// A Megatron layout string, "Et|(tt|)*30mL" (Megatron-MoE-ModelZoo's DeepSeek-V3 H100 layout for pp 8, vpp 4),
+// gives 32 virtual stages: 1, 30 x 2 and 0 decoder layers (the last holds the MTP layer and the loss). Each
+// rank's chunks keep their sizes: rank 0 holds 1 + 2 + 2 + 2, rank 7 2 + 2 + 2 + 0.
+TEST(Schedule, LayoutStringVirtualStagesKeepTheirSizes) {
+  problem p = preset_problem("llama2-70b");
+  p.model.layers = 61;
+  p.training.global_batch = 64 * 8;  // dp 8: 64 micro-batches a step
+  std::vector<std::int64_t> v(32, 2);
+  v.front() = 1;
+  v.back() = 0;
+  p.training.split.layers = v;
+  layout l = make_layout(8 * 8, 1, recompute_mode::selective, 1, 8);
+  l.vpp = 4;
+  ASSERT_FALSE(split_error(p, l));
+  EXPECT_EQ(split(p, l), (std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 8, 6}));
+  EXPECT_EQ(chunk_first_layer(p, l, 0, 1), 1 + 7 * 2);
+  EXPECT_EQ(chunk_layers(p, l, 7, 3), 0);
+  const breakdown b = estimate(p, l);
+  for (int k = 0; k < 8; ++k) {
+    std::vector<std::int64_t> sizes;
+    for (int c = 0; c < 4; ++c) sizes.push_back(v[static_cast<std::size_t>(c * 8 + k)]);
+    EXPECT_EQ(b.stages[static_cast<std::size_t>(k)].layer_activations, schedule_walked_layers(l, k, 64, sizes))
+        << "stage " << k;
+  }
+  // 32 counts need vpp 4 on pp 8; with vpp 2 they are neither 8 stages nor 16 virtual ones.
+  l.vpp = 2;
+  EXPECT_TRUE(split_error(p, l));
+}
+
 }  // namespace
 }  // namespace headroom

@@ -8,6 +8,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/model_files.hpp"
+#include "planner/schedule.hpp"
 #include "test_support.hpp"
 
 namespace headroom::probes {
@@ -255,6 +256,29 @@ TEST(StepTrace, InterleavedMixedChunksMatchThePlanner) {
           << "stage " << k << " " << to_string(r);
     }
   }
+}
+
+// Chunks of different sizes (schedule.hpp uneven_chunks): DeepSeek-V3 on Megatron-MoE-ModelZoo's H100 layout
+// string "Et|(tt|)*30mL" (pp 8, vpp 4: virtual stages of 1, 30 x 2 and 0 layers). The trace walks each
+// chunk's own layers and peaks where the planner says.
+TEST(StepTrace, UnevenChunksPeakAtThePlannersStepPeak) {
+  problem p = moe_preset("deepseek-v3", 8 * 128);  // dp 128: 8 micro-batches a step
+  std::vector<std::int64_t> v(32, 2);
+  v.front() = 1;
+  v.back() = 0;
+  p.training.split.layers = v;
+  const layout l = moe_layout(1024, 8, 64, 1, recompute_mode::full, 4);
+  ASSERT_FALSE(split_error(p, l));
+  const auto b = estimate(p, l);
+  for (int k = 0; k < l.pp; ++k) {
+    const step_trace t = build_trace(p, l, k);
+    EXPECT_EQ(b.stages[static_cast<std::size_t>(k)].step_peak, trace_peak(t).bytes) << "stage " << k;
+  }
+  // Chunk 1 of stage 0 is virtual stage 8, which starts at layer 1 + 7 x 2 = 15.
+  const step_trace t0 = build_trace(p, l, 0);
+  bool found = false;
+  for (const auto& x : t0.tensors) found = found || x.name.rfind("mb0.layer15.", 0) == 0;
+  EXPECT_TRUE(found);
 }
 
 // Each layer replays the ledger of its own kind, found by its global index: stage 0 of DeepSeek-V3 holds dense

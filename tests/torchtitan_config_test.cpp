@@ -71,6 +71,23 @@ TEST(TorchtitanConfig, DeepSeekV3_671bSelectiveOpAc) {
   EXPECT_TRUE(titan_has_prefix(imp.unused, "quantize.grouped_mm.float8.fqns"));
 }
 
+// torchtitan's files of 2025-10 (@ 99fee810b) carry [job] print_args (job_config.py l.22: it only prints the
+// config, train.py l.82) beside dump_folder and description: read, no effect. The 16B job on 8 GPUs: shard -1
+// takes all 8 (job_config.py l.324-334 rule), expert parallel 8, local batch 8 x 8 ranks.
+TEST(TorchtitanConfig, DeepSeekV3_16bOf2025_10JobKeysAreHarmless) {
+  const launch_import imp = load_torchtitan_config(torchtitan_data("deepseek_v3_16b_2025-10.toml"), {}, 8);
+  EXPECT_TRUE(imp.unmodelled.empty()) << imp.unmodelled.front();
+  for (const char* k : {"job.print_args", "job.dump_folder", "job.description"})
+    EXPECT_TRUE(titan_has_prefix(imp.unused, k)) << k;
+  EXPECT_EQ(imp.dp, 8);
+  EXPECT_EQ(imp.ep, 8);
+  EXPECT_EQ(imp.micro_batch, 8);
+  EXPECT_EQ(imp.global_batch, 8 * 8);
+  EXPECT_EQ(imp.recompute, recompute_mode::selective_op);
+  // The key is still checked by name: a misspelling stays an unknown key.
+  EXPECT_TRUE(titan_has_prefix(titan_from("[job]\nprint_arg = true\n", 8).unmodelled, "job.print_arg: unknown key"));
+}
+
 TEST(TorchtitanConfig, Llama4MaverickWithPipeline) {
   // tp 8 x pp 4 = 32, so 256 GPUs give dp_shard 8. Under PP the default policy never reshards after
   // forward, the micro-batch is pipeline_parallel_microbatch_size (default 1), and 1F1B has one stage per

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "planner/layout.hpp"
 #include "planner/model_spec.hpp"
 
@@ -46,5 +48,13 @@ struct launch_import {
   std::vector<std::string> unused;       // keys read that do not change memory (listed, not refused)
   std::vector<std::string> unmodelled;   // keys that change memory and are not modelled: "key: why"
 };
+
+// Returns the distinct keys of imp.unmodelled (each "key: why" gives "key"), in the order first listed.
+std::vector<std::string> unmodelled_keys(const launch_import& imp);
+// Returns why the CLI refuses `imp` without --allow-unmodelled, as one line naming every unmodelled key (the
+// reasons are in --explain and in unmodelled_json); "" when nothing is unmodelled.
+std::string unmodelled_refusal(const launch_import& imp);
+// Returns every unmodelled key of `imports` as [{"origin", "key", "why"}], for a plan's JSON.
+nlohmann::json unmodelled_json(const std::vector<launch_import>& imports);
 
 }  // namespace headroom

@@ -223,6 +223,48 @@ std::int64_t megatron_reader::read_vocab() {
   return padded;
 }
 
+// The token dispatcher. Megatron's flex dispatcher (token_dispatcher.py MoEFlexTokenDispatcher, l.1809-2052)
+// hands the tokens to a fused all-to-all (DeepEP, HybridEP or NCCL EP) and then permutes what arrives into
+// one row per (token, local expert): the same R routed rows, experts' input and unpermute input as the
+// alltoall dispatcher, which is how the planner prices it. DeepEP's receive tensor (one row per (token,
+// rank) pair, at most R; DeepEP csrc/legacy/buffer.hpp l.603 @ dd758ca, from the caching allocator) is
+// within the alltoall's receive buffer of R rows. What it does not price are the backend's own
+// communication buffers, allocated outside PyTorch's caching allocator: DeepEP's NVLink buffer (cudaMalloc
+// or cuMem, shared by IPC; buffer.hpp l.134, utils/shared_memory.hpp l.52-74), its 32 MiB workspace
+// (l.149) and its RDMA buffer on the NVSHMEM heap (l.268), sized by fused_a2a.py get_buffer (l.36-69);
+// HybridEP's buffer (fused_a2a.py init_hybrid_ep_buffer, l.285-348); NCCL EP's symmetric buffers (l.690-694).
+void megatron_reader::read_dispatcher() {
+  const auto type = choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"});
+  const auto backend = choice("--moe-flex-dispatcher-backend", {"deepep", "hybridep", "ncclep"});
+  const bool deepep_flag = has("--moe-enable-deepep");
+  // transformer_config.py l.1743-1768: the deprecated --moe-enable-deepep and the ncclep backend need flex.
+  if (deepep_flag && type != "flex")
+    throw bad_input("--moe-enable-deepep", "needs --moe-token-dispatcher-type flex (transformer_config.py l.1744-1745)");
+  if (deepep_flag && backend == "hybridep")
+    throw bad_input("--moe-enable-deepep", "contradicts --moe-flex-dispatcher-backend hybridep (l.1746-1747)");
+  if (backend == "ncclep" && type != "flex")
+    throw bad_input("--moe-flex-dispatcher-backend", "ncclep needs --moe-token-dispatcher-type flex (l.1763-1767)");
+  if (type != "flex") {
+    m_out.dispatcher = type.value_or("allgather");
+    if (!type)
+      derive("dispatcher", "allgather", "--moe-token-dispatcher-type defaults to allgather (transformer_config.py l.891)");
+    if (backend) m_out.unused.push_back("--moe-flex-dispatcher-backend");
+    return;
+  }
+  const std::string b = deepep_flag ? "deepep" : backend.value_or("deepep");
+  if (b == "deepep" && m_out.pad_to_capacity)
+    throw bad_input("--moe-pad-expert-input-to-capacity",
+                    "is refused by Megatron with the flex dispatcher's deepep backend (transformer_config.py l.1754-1761)");
+  m_out.dispatcher = "alltoall";
+  derive("dispatcher", "alltoall",
+         "--moe-token-dispatcher-type flex (backend " + b + (backend || deepep_flag ? "" : ", the default") +
+             ") permutes after a fused all-to-all: the alltoall dispatcher's routed rows and buffers "
+             "(token_dispatcher.py l.1809-2052)");
+  unmodelled("--moe-token-dispatcher-type",
+             "flex: the " + b + " backend's communication buffers, outside PyTorch's caching allocator"
+             " (fused_a2a.py); not priced");
+}
+
 }  // namespace detail
 
 launch_import import_megatron_args(const std::string& text, const std::string& origin,

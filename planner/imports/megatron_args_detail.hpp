@@ -52,6 +52,7 @@ class megatron_reader {
   void read_model();
   void read_shape(model_spec& m);
   void read_moe(model_spec& m);
+  void read_dispatcher();
   void read_mla(model_spec& m);
   void read_split();
   void read_layout(const std::string& s);

@@ -53,6 +53,8 @@ constexpr megatron_flag read_flags[] = {
     {"--moe-token-dispatcher-type", fa::one, rd, ""},
     {"--moe-expert-capacity-factor", fa::one, rd, ""},
     {"--moe-pad-expert-input-to-capacity", fa::none, rd, ""},
+    {"--moe-flex-dispatcher-backend", fa::one, rd, ""},
+    {"--moe-enable-deepep", fa::none, rd, ""},
     // multi-latent attention
     {"--multi-latent-attention", fa::none, rd, ""},
     {"--q-lora-rank", fa::one, rd, ""},
@@ -60,6 +62,7 @@ constexpr megatron_flag read_flags[] = {
     {"--qk-head-dim", fa::one, rd, ""},
     {"--qk-pos-emb-head-dim", fa::one, rd, ""},
     {"--v-head-dim", fa::one, rd, ""},
+    {"--qk-layernorm", fa::none, rd, ""},
     // parallelism and the pipeline split
     {"--tensor-model-parallel-size", fa::one, rd, ""},
     {"--pipeline-model-parallel-size", fa::one, rd, ""},
@@ -124,9 +127,6 @@ constexpr megatron_flag unmodelled_flags[] = {
     {"--overlap-moe-expert-parallel-comm", fa::none, um,
      "1F1B A2A overlap keeps two micro-batches in flight"},
     {"--delay-wgrad-compute", fa::none, um, "weight-gradient inputs kept until the delayed wgrad GEMM"},
-    {"--moe-flex-dispatcher-backend", fa::any, um, "DeepEP / HybridEP communication buffers; not priced"},
-    {"--moe-enable-deepep", fa::none, um, "DeepEP communication buffers; not priced"},
-    {"--qk-layernorm", fa::none, um, "q/k layer norms (weights and saved inputs) not modelled"},
     {"--use-torch-fsdp2", fa::none, um, "PyTorch FSDP2 sharding; not modelled"},
     {"--fsdp-double-buffer", fa::none, um, "Megatron FSDP double buffers; not modelled"},
     {"--use-nccl-ub", fa::none, um, "NCCL user buffers; not priced"},
@@ -195,6 +195,10 @@ constexpr const char* unused_flags[] = {
     "--moe-router-bias-update-rate",
     "--moe-router-dtype",
     "--moe-permute-fusion",
+    // SMs given to the flex dispatcher's kernels (transformer_config.py l.964-975): speed, not memory
+    "--moe-flex-dispatcher-num-sms",
+    "--moe-deepep-num-sms",
+    "--moe-hybridep-num-sms",
     "--moe-router-fusion",
     "--moe-router-pre-softmax",
     "--moe-router-force-load-balancing",

@@ -185,20 +185,32 @@ void megatron_reader::read_moe(model_spec& m) {
       throw bad_input("--moe-layer-freq", "gives " + str_of(static_cast<std::int64_t>(m.moe.layers.size())) +
                                               " layers but --num-layers is " + str_of(m.layers));
   }
-  m_out.dispatcher =
-      choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"}).value_or("allgather");
-  if (!has("--moe-token-dispatcher-type"))
-    derive("dispatcher", "allgather",
-           "--moe-token-dispatcher-type defaults to allgather (transformer_config.py l.891)");
   m_out.capacity_factor = number("--moe-expert-capacity-factor");
   m_out.pad_to_capacity = has("--moe-pad-expert-input-to-capacity");
+  read_dispatcher();
   if (m_out.ep && m.moe.experts % *m_out.ep != 0)
     throw bad_input("--expert-model-parallel-size",
                     str_of(*m_out.ep) + " does not divide --num-experts " + str_of(m.moe.experts));
 }
 
+// --qk-layernorm (transformer_config.py l.259) builds different norms by attention kind (gpt_layer_specs.py
+// @ d98e8a64). With multi-latent attention it is what makes q_up and kv_up LayerNormLinear (l.104-115): the
+// latent norms the MLA ledger always prices (attn.q_norm.output, attn.kv_norm.output). Without MLA it
+// puts a norm over head_dim on each head of q and k (l.149-152, q_layernorm / k_layernorm): qk_norm.
 void megatron_reader::read_mla(model_spec& m) {
-  if (!has("--multi-latent-attention")) return;
+  const bool qk = has("--qk-layernorm");
+  if (!has("--multi-latent-attention")) {
+    m.qk_norm = qk;
+    if (qk) derive("qk_norm", "true", "--qk-layernorm: a norm over head_dim on each head of q and k (l.149-152)");
+    return;
+  }
+  if (qk)
+    derive("mla latent norms", "priced",
+           "--qk-layernorm: q_up and kv_up are LayerNormLinear (gpt_layer_specs.py l.104-115)");
+  else
+    unmodelled("--multi-latent-attention",
+               "without --qk-layernorm Megatron builds no latent norms (gpt_layer_specs.py l.104-115); priced "
+               "with their outputs (attn.q_norm.output, attn.kv_norm.output: q_lora + kv_lora per token)");
   // argparse defaults (l.3548-3556) differ from DeepSeek's: every one that is absent is noted.
   const auto rank = [&](const char* f, std::int64_t def, const char* field) {
     const auto v = integer(f, 0, 1 << 20);
@@ -326,7 +338,6 @@ void megatron_reader::read_precision() {
                               : "neither --bf16 nor --fp16") +
                " without --use-distributed-optimizer: Megatron DDP, ZeRO stage 0");
   }
-  read_optimizer_dtypes();
   if (const auto fmt = choice("--fp8-format", {"e4m3", "hybrid"})) {
     const auto r =
         choice("--fp8-recipe", {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"}).value_or("delayed");
@@ -374,6 +385,7 @@ void megatron_reader::read_precision() {
     unmodelled("--fp8-param-gather", m_out.fp8 ? "FP8 primary weights with this precision; not modelled"
                                                 : "without --fp8-format (or with a custom recipe)");
   }
+  read_optimizer_dtypes();
   if (has("--optimizer-cpu-offload")) {
     m_out.offload_optimizer = true;
     if (number("--optimizer-offload-fraction").value_or(1.0) < 1.0)
@@ -382,6 +394,7 @@ void megatron_reader::read_precision() {
   }
 }
 
+// Runs after the FP8 recipe is chosen (read_precision), since where the master weights live depends on it.
 void megatron_reader::read_optimizer_dtypes() {
   struct dtype_flag {
     const char* flag;
@@ -391,28 +404,52 @@ void megatron_reader::read_optimizer_dtypes() {
                                          {"--exp-avg-sq-dtype", "Adam second moment"},
                                          {"--main-grads-dtype", "main gradients"},
                                          {"--main-params-dtype", "master weights"}};
-  bool changed = false;
-  // Both Adam moments in bf16, master and main gradients fp32, the distributed optimizer, no FP8: the
-  // megatron-distopt-bf16-moments recipe. Any other mix stays unmodelled.
   const auto avg = choice("--exp-avg-dtype", {"fp32", "fp16", "bf16", "fp8"});
   const auto avg_sq = choice("--exp-avg-sq-dtype", {"fp32", "fp16", "bf16", "fp8"});
   const auto grads = choice("--main-grads-dtype", {"fp32", "fp16", "bf16", "fp8"}).value_or("fp32");
   const auto params = choice("--main-params-dtype", {"fp32", "fp16", "bf16", "fp8"}).value_or("fp32");
-  if (avg == "bf16" && avg_sq == "bf16" && grads == "fp32" && params == "fp32" &&
-      m_out.recipe == std::string("megatron-distopt") && !has("--fp8-format")) {
-    m_out.recipe = "megatron-distopt-bf16-moments";
-    derive("recipe", "megatron-distopt-bf16-moments",
-           "--use-precision-aware-optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16: Adam's moments in bf16");
-    return;
+  const bool aware = has("--use-precision-aware-optimizer");
+  for (const auto& d : flags)
+    if (!aware && choice(d.flag, {"fp32", "fp16", "bf16", "fp8"}).value_or("fp32") != "fp32")
+      throw bad_input(d.flag, "needs --use-precision-aware-optimizer: Megatron asserts fp32 without it "
+                              "(megatron/core/optimizer/optimizer_config.py l.468-479)");
+  // Both Adam moments in bf16 with fp32 master weights and main gradients under the distributed optimizer:
+  // without FP8, megatron-distopt-bf16-moments; with FP8 other than delayed scaling, the FP8 recipe's
+  // -bf16-moments form (planner/recipe.cpp: MCore keeps the fp32 master shard, optimizer_config.py l.407-414).
+  // Delayed scaling hands the master weights to TransformerEngine's FusedAdam (optimizer/__init__.py
+  // l.571-585): not modelled. Any other mix stays unmodelled.
+  const std::string r = m_out.recipe.value_or("");
+  if (avg == "bf16" && avg_sq == "bf16" && grads == "fp32" && params == "fp32") {
+    if (r == "megatron-distopt" && !has("--fp8-format")) {
+      m_out.recipe = "megatron-distopt-bf16-moments";
+      derive("recipe", *m_out.recipe,
+             "--use-precision-aware-optimizer with --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16: Adam's moments in "
+             "bf16");
+      return;
+    }
+    if (m_out.fp8 && *m_out.fp8 != "delayed" &&
+        (r == "megatron-distopt-fp8" || r == "megatron-distopt-fp8-param-gather")) {
+      m_out.recipe = r + "-bf16-moments";
+      derive("recipe", *m_out.recipe,
+             "FP8 (" + *m_out.fp8 + ") with --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype "
+             "bf16: Adam's moments in bf16, MCore's fp32 master shard (optimizer_config.py l.407-414)");
+      return;
+    }
+    if (m_out.fp8 && *m_out.fp8 == "delayed") {
+      unmodelled("--use-precision-aware-optimizer",
+                 "with delayed FP8 scaling TransformerEngine's FusedAdam holds the master weights "
+                 "(optimizer/__init__.py l.571-585); not modelled");
+      return;
+    }
   }
+  bool changed = false;
   for (const auto& d : flags) {
     const auto v = choice(d.flag, {"fp32", "fp16", "bf16", "fp8"});
     if (!v || *v == "fp32") continue;
     changed = true;
     unmodelled(d.flag, std::string(d.what) + " in " + *v + " (precision-aware optimizer); priced fp32");
   }
-  if (has("--use-precision-aware-optimizer") && !changed)
-    m_out.unused.push_back("--use-precision-aware-optimizer");
+  if (aware && !changed) m_out.unused.push_back("--use-precision-aware-optimizer");
 }
 
 void megatron_reader::read_recompute() {

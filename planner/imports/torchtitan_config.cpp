@@ -33,8 +33,10 @@ const std::vector<section_rules>& sections() {
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<section_rules> t = {
+      // print_args: the 2025 spelling of print_config (job_config.py l.22 @ 99fee810b; train.py l.82 logs the
+      // config when set), in the 2025-09/10 TOML files beside description and dump_folder.
       {"job", {{"config_file", U}, {"dump_folder", U}, {"description", U}, {"print_config", U},
-      {"save_config_file", U}, {"custom_config_module", U}, {"use_for_integration_test", U}}},
+      {"print_args", U}, {"save_config_file", U}, {"custom_config_module", U}, {"use_for_integration_test", U}}},
       {"profiling", {{"enable_profiling", U}, {"save_traces_folder", U}, {"profile_freq", U},
       {"profiler_active", U}, {"profiler_warmup", U}, {"enable_memory_snapshot", U},
       {"save_memory_snapshot_folder", U}}},

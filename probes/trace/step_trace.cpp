@@ -65,8 +65,8 @@ class trace_builder {
 // Walks one stage's share of Megatron's schedule, emitting the trace's events: warm-up forwards, then one
 // forward and one backward at a time, then the cool-down. Step i of m * vpp runs micro-batch
 // (i / (pp*vpp)) * pp + i % pp on chunk (i / pp) % vpp (backward: the chunks in reverse); with vpp = 1 that
-// is micro-batch i. A model chunk is the stage's layers / vpp consecutive layers; chunk c of this stage
-// starts at layer (c * pp + stage) * chunk_layers (every stage holds the same layers when vpp > 1); with
+// is micro-batch i. A model chunk is virtual stage c * pp + stage: its layers and its first layer are
+// schedule.hpp's chunk_layers and chunk_first_layer (chunks may differ in size: uneven_chunks); with
 // vpp = 1, one chunk starting where the split puts this stage.
 //
 // One layer's tensors, by the layer's kind: what its forward keeps (the ledger) and its backward working set.
@@ -80,9 +80,11 @@ class schedule_walker {
   schedule_walker(const problem& p, const layout& l, int stage, const breakdown& b, std::int64_t traced,
                   trace_builder& tb)
       : m_p(p), m_l(l), m_b(b), m_tb(tb), m_m(traced), m_pp(l.pp), m_v(l.vpp) {
-    const stage_breakdown& sb = b.stages[static_cast<std::size_t>(stage)];
-    m_layers = sb.layers / m_v;
-    m_stage_first = first_layer_of(p, l, stage);
+    for (std::int64_t c = 0; c < m_v; ++c) {
+      m_chunk_layers.push_back(chunk_layers(p, l, stage, c));
+      m_chunk_first.push_back(chunk_first_layer(p, l, stage, c));
+    }
+    m_layers = largest_chunk_layers(p, l, stage);
     // The working set of each kind, as estimate() builds the larger of the two (with the heaviest layer's
     // unsharded gradients under ZeRO >= 2).
     m_dense.ledger = &b.basis.ledger;
@@ -139,7 +141,9 @@ class schedule_walker {
     return fwd ? c : m_v - 1 - c;
   }
   // The first layer of chunk `chunk` of this stage (schedule.hpp chunk_first_layer, as estimate() places it).
-  std::int64_t first_layer(std::int64_t chunk) const { return chunk_first_layer(m_p, m_l, m_stage_first, chunk); }
+  std::int64_t first_layer(std::int64_t chunk) const { return m_chunk_first[static_cast<std::size_t>(chunk)]; }
+  // The layers of chunk `chunk` of this stage (schedule.hpp chunk_layers).
+  std::int64_t layers_in(std::int64_t chunk) const { return m_chunk_layers[static_cast<std::size_t>(chunk)]; }
   // Returns the tensors of layer j of a chunk: the MoE kind's where the model says so.
   const layer_kind& kind_of(std::int64_t chunk, std::int64_t j) const {
     return m_p.model.is_moe_layer(first_layer(chunk) + j) ? m_moe : m_dense;
@@ -153,7 +157,7 @@ class schedule_walker {
 
   // ZeRO-3: gathers layer j of the chunk unless it is alive; every pass frees its own.
   void gather(std::int64_t chunk, std::int64_t j, phase when) {
-    if (!m_gathers || j < 0 || j >= m_layers || m_gathered[static_cast<std::size_t>(j)] >= 0) return;
+    if (!m_gathers || j < 0 || j >= layers_in(chunk) || m_gathered[static_cast<std::size_t>(j)] >= 0) return;
     m_gathered[static_cast<std::size_t>(j)] =
         m_tb.alloc("layer" + std::to_string(first_layer(chunk) + j) + ".params.gathered",
                    {m_gather_bytes / m_gather_dtype}, m_gather_dtype, m_gather_bytes, when);
@@ -173,7 +177,7 @@ class schedule_walker {
       for (const auto& e : m_b.basis.first_stage)
         m_embedded[static_cast<std::size_t>(mb)].push_back(
             m_tb.alloc("mb" + std::to_string(mb) + ".", e, phase::forward));
-    for (std::int64_t j = 0; j < m_layers; ++j) {
+    for (std::int64_t j = 0; j < layers_in(chunk); ++j) {
       for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j + u, phase::forward);
       const std::string name = prefix(mb, chunk, j);
       std::vector<std::int32_t> dropped;
@@ -205,14 +209,14 @@ class schedule_walker {
                             phase::backward);
     }
     const auto prefetched = prefetch(mb, phase::backward);
-    for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, m_layers - 1 - u, phase::backward);
+    for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, layers_in(chunk) - 1 - u, phase::backward);
     if (m_last && chunk == m_v - 1) {
       const std::string name = "mb" + std::to_string(mb) + ".";
       std::vector<std::int32_t> ids;
       for (const auto& e : m_b.basis.output_phase) ids.push_back(m_tb.alloc(name, e, phase::output));
       for (auto id : ids) m_tb.free(id, phase::output);
     }
-    for (std::int64_t j = m_layers - 1; j >= 0; --j) {
+    for (std::int64_t j = layers_in(chunk) - 1; j >= 0; --j) {
       for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j - u, phase::backward);
       const std::string name = prefix(mb, chunk, j);
       std::vector<std::int32_t> ids;
@@ -241,7 +245,8 @@ class schedule_walker {
   layer_kind m_dense, m_moe;
   trace_builder& m_tb;
   std::int64_t m_m, m_pp, m_v;
-  std::int64_t m_layers = 0, m_stage_first = 0, m_gather_bytes = 0, m_gather_dtype = 1, m_units = 0;
+  std::vector<std::int64_t> m_chunk_layers, m_chunk_first;  // per model chunk of this stage
+  std::int64_t m_layers = 0, m_gather_bytes = 0, m_gather_dtype = 1, m_units = 0;
   std::int64_t m_grad_dtype = 2, m_reduce_bucket_bytes = 0, m_prefetch_excess = 0;
   std::int32_t m_bucket = -1;  // the ZeRO-1/2 reduce bucket alive, or -1
   bool m_gathers = false, m_last = false, m_embeds = false;

@@ -1,0 +1,51 @@
+// launch.cpp: how the keys an importer could not model are named to the user (launch.hpp): every one of them,
+// by name, on the refusal line, and with its reason in a plan's JSON.
+#include "planner/imports/launch.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace headroom {
+
+namespace {
+// Splits an unmodelled entry "key: why" into its key and its reason (the whole entry is the key without one).
+std::pair<std::string, std::string> launch_split_entry(const std::string& entry) {
+  const std::size_t colon = entry.find(": ");
+  if (colon == std::string::npos) return {entry, ""};
+  return {entry.substr(0, colon), entry.substr(colon + 2)};
+}
+}  // namespace
+
+std::vector<std::string> unmodelled_keys(const launch_import& imp) {
+  std::vector<std::string> keys;
+  for (const auto& entry : imp.unmodelled) {
+    std::string key = launch_split_entry(entry).first;
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+std::string unmodelled_refusal(const launch_import& imp) {
+  const auto keys = unmodelled_keys(imp);
+  if (keys.empty()) return "";
+  std::string list;
+  for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+  const bool one = keys.size() == 1;
+  return "sets " + std::to_string(keys.size()) +
+         (one ? " key that changes memory and is not modelled: "
+              : " keys that change memory and are not modelled: ") +
+         list + "; refused rather than priced without " + (one ? "it" : "them") +
+         " (--allow-unmodelled plans anyway; with --explain it gives each reason)";
+}
+
+nlohmann::json unmodelled_json(const std::vector<launch_import>& imports) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& imp : imports)
+    for (const auto& entry : imp.unmodelled) {
+      auto [key, why] = launch_split_entry(entry);
+      list.push_back({{"origin", imp.origin}, {"key", std::move(key)}, {"why", std::move(why)}});
+    }
+  return list;
+}
+
+}  // namespace headroom
