@@ -71,6 +71,11 @@ void merge(plan_options& o, const launch_import& imp) {
     // per virtual stage when the interleaving is the layout's (chunks may differ in size: schedule.hpp
     // uneven_chunks); summed per rank when vpp was set to something else.
     const std::size_t pp = static_cast<std::size_t>(std::max(1, o.pp));
+    // A --pp given here over the launch's: the layout's virtual stages are interleaved over it, as Megatron
+    // derives vpp = stages / pp (arguments.py l.941-952), unless --vpp is given too.
+    const bool user_vpp = o.app && o.app->count("--vpp") > 0;  // given() also counts the launch's own
+    if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0 && !user_vpp)
+      o.vpp = static_cast<int>(o.pp_layout.size() / pp);
     if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0 &&
         o.pp_layout.size() != pp * static_cast<std::size_t>(std::max(1, o.vpp))) {
       std::vector<std::int64_t> per_rank(pp, 0);

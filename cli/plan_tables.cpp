@@ -62,12 +62,15 @@ nlohmann::json ledger_json(const std::vector<ledger_entry>& entries) {
                       {"bytes", e.bytes},
                       {"role", e.role == act_role::layer_input      ? "layer_input"
                                : e.role == act_role::attention_core ? "attention_core"
-                                                                    : "saved"}});
+                               : e.role == act_role::op_output      ? "op_output"
+                                                                    : "saved"},
+                      {"op_saved", e.op_saved}});
   return ledger;
 }
-// Returns the bytes one layer keeps per micro-batch under none, selective and full recomputation.
+// Returns the bytes one layer keeps per micro-batch under none, selective, full and torchtitan's per-op
+// recomputation (selective_op).
 nlohmann::json activation_sums_json(const activation_sums& s) {
-  return {{"none", s.none}, {"selective", s.selective}, {"full", s.full}};
+  return {{"none", s.none}, {"selective", s.selective}, {"full", s.full}, {"selective_op", s.op}};
 }
 
 nlohmann::json candidate_json(const problem& p, const candidate& c, const suggestion* across = nullptr) {

@@ -155,6 +155,33 @@ std::int64_t stage_transient(const problem& p, const param_counts& pc, const lay
   return buckets + std::max(gathered, saturating_mul(l.prefetch_bucket, param_bytes));
 }
 
+namespace {
+
+// Sets the layer activations of stage s.stage under interleaving with chunks of different layer kinds or
+// sizes: each chunk weighted by its copies at the moment the stage holds the most (schedule.hpp
+// peak_chunk_copies), not the stage's average.
+void interleaved_activations(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                             const peak_sums& peaks, const layout& l, std::int64_t M, stage_breakdown& s) {
+  const auto v = static_cast<std::size_t>(l.vpp);
+  std::vector<std::int64_t> layers(v), moe(v), bytes(v);
+  for (std::size_t c = 0; c < v; ++c) {
+    const auto chunk = static_cast<std::int64_t>(c);
+    layers[c] = chunk_layers(p, l, s.stage, chunk);
+    moe[c] = pc.moe_layers_in(chunk_first_layer(p, l, s.stage, chunk), layers[c]);
+    bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], per_layer.of(l.recompute)),
+                              saturating_mul(moe[c], peaks.moe_layer.of(l.recompute)));
+  }
+  const auto copies = peak_chunk_copies(l, s.stage, M, bytes);
+  s.activations = s.layer_activations = s.moe_layer_activations = 0;
+  for (std::size_t c = 0; c < v; ++c) {
+    s.layer_activations += copies[c] * layers[c];
+    s.moe_layer_activations += copies[c] * moe[c];
+    s.activations = saturating_add(s.activations, saturating_mul(copies[c], bytes[c]));
+  }
+}
+
+}  // namespace
+
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l, int stage) {
   stage_breakdown s;
@@ -207,18 +234,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
   if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l))) {
-    // Interleaved chunks of different layer kinds or sizes: each chunk weighted by its copies at the end of
-    // the warm-up (schedule.hpp), not the stage's average.
-    const std::int64_t W = chunks_in_flight(l, stage, M);
-    s.activations = 0;
-    s.layer_activations = 0;
-    for (int c = 0; c < l.vpp; ++c) {
-      const std::int64_t n = chunk_layers(p, l, stage, c), copies = chunk_copies_in_flight(l, W, c);
-      const std::int64_t moe = pc.moe_layers_in(chunk_first_layer(p, l, stage, c), n);
-      s.layer_activations += copies * n;
-      s.moe_layer_activations += copies * moe;
-      s.activations += saturating_mul(copies, (n - moe) * per_layer.of(l.recompute) + moe * peaks.moe_layer.of(l.recompute));
-    }
+    interleaved_activations(p, pc, per_layer, peaks, l, M, s);
   } else {
     // Here every chunk holds the same layers and, with vpp > 1, no MoE layer.
     s.moe_layer_activations = l.vpp > 1 ? 0 : chunks_in_flight(l, stage, M) * s.moe_layers;

@@ -122,6 +122,11 @@ inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
   return __builtin_mul_overflow(a, b, &r) ? INT64_MAX / 4 : r;
 }
+// Returns a + b, or the same absurd-but-safe value as saturating_mul when the sum leaves int64.
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX / 4 : r;
+}
 
 // The pieces of a stage's figures, stated once: evaluate_stage assembles them into a breakdown, and the
 // search (suggest.cpp) combines them without building one.

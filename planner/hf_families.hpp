@@ -67,6 +67,8 @@ struct family_row {
   shared_kind shared_as = shared_kind::none;
   placement_rule placement{};
   bool router_bias = false, expert_bias = false, attention_sinks = false;
+  // Norms on q and k before attention, which the config implies rather than states (model_spec::qk_norm).
+  bool qk_norm = false;
   const char* mtp = nullptr;
   bool mla = false;  // multi-latent attention: q_lora_rank, kv_lora_rank, qk_{nope,rope}_head_dim, v_head_dim
   void (*quirk)(const nlohmann::json& s, const std::string& origin, model_spec& m) = nullptr;
@@ -237,7 +239,8 @@ inline const std::vector<family_row> family_rows = {
      .expert_ffn = req("moe_intermediate_size"),
      .placement = {.every = opt("decoder_sparse_step", 1),
                    .phase_last = true,
-                   .dense_list = "mlp_only_layers"}},
+                   .dense_list = "mlp_only_layers"},
+     .qk_norm = true},  // Qwen3MoeAttention's q_norm / k_norm: RMSNorm(head_dim) per head (modeling_qwen3_moe.py)
     // DeepSeek-V2: MLA; n_shared_experts MLPs of the expert width; MoE iff i >= first_k_dense_replace and
     // i % moe_layer_freq == 0 (DeepSeek's own modeling_deepseek.py, DeepseekV2DecoderLayer)
     // (configuration_deepseek_v2.py @ 008e5743: 2 shared, first_k_dense_replace 0, MLA 1536/512/128/64/128).
@@ -319,7 +322,9 @@ inline const std::vector<family_row> family_rows = {
                    .phase_last = true,
                    .moe_list = "moe_layers"}},
     // OLMoE: every layer MoE, expert width intermediate_size (configuration_olmoe.py @ 008e5743: 64 experts,
-    // top 8, 4096 positions).
+    // top 8, 4096 positions). Its q_norm and k_norm (modeling_olmoe.py) are RMSNorms over the whole q and k
+    // widths, not per head: the same saved inputs as qk_norm prices, with h + kv x d weights where qk_norm
+    // counts 2 x head_dim (3,840 parameters a layer fewer, 61,440 in OLMoE-1B-7B's 16 layers).
     {.types = {"olmoe"},
      .layers = req("num_hidden_layers"),
      .hidden = req("hidden_size"),
@@ -332,7 +337,8 @@ inline const std::vector<family_row> family_rows = {
      .bias = {"attention_bias", false},
      .experts = req("num_experts"),
      .top_k = opt("num_experts_per_tok", 8),
-     .expert_ffn = req("intermediate_size")},
+     .expert_ffn = req("intermediate_size"),
+     .qk_norm = true},
     // DBRX: every layer MoE; widths nested in ffn_config and attn_config; norms are LayerNorm without bias (a
     // weight of h, priced as rmsnorm); untied (configuration_dbrx.py @ 032b32ab: kv_n_heads 1, 4 experts, top 1,
     // max_seq_len 2048).

@@ -40,6 +40,16 @@ std::int64_t fit_step(const layout& l, fit_axis a) {
   return 1;
 }
 
+std::int64_t fit_offset(const problem& p, const layout& l, fit_axis a) {
+  if (a != fit_axis::layers) return 0;
+  const auto& s = p.training.split;
+  if (!s.layers.empty() || s.first_stage || s.last_stage)
+    throw bad_input("max-fit", "layers: --pp-layout or --first/--last-stage-layers pin the layers of each stage; "
+                               "drop them to search the layer count");
+  if (l.vpp <= 1) return 0;
+  return (s.embedding_as_layer ? 1 : 0) + (s.loss_as_layer ? 1 : 0);
+}
+
 std::int64_t fit_value(const problem& p, fit_axis a) {
   switch (a) {
     case fit_axis::micro_batch:
@@ -82,11 +92,11 @@ std::int64_t default_fit_limit(fit_axis a) {
   return 1;
 }
 
-fit_search search_largest(std::int64_t step, std::int64_t limit,
-                          const std::function<fit_trial(std::int64_t)>& trial) {
+fit_search search_largest(std::int64_t step, std::int64_t limit, const std::function<fit_trial(std::int64_t)>& trial,
+                          std::int64_t offset) {
   fit_search s;
   auto run = [&](std::int64_t k) {  // k steps
-    s.trials.push_back(trial(k * step));
+    s.trials.push_back(trial(k * step - offset));
     return s.trials.back().fits;
   };
   const std::int64_t kmax = limit / step;
@@ -95,7 +105,7 @@ fit_search search_largest(std::int64_t step, std::int64_t limit,
   while (bad == 0) {
     if (good == kmax) {
       s.reached_limit = true;
-      s.largest = good * step;
+      s.largest = good * step - offset;
       return s;
     }
     const std::int64_t next = good > kmax / 2 ? kmax : good * 2;
@@ -111,7 +121,7 @@ fit_search search_largest(std::int64_t step, std::int64_t limit,
     else
       bad = mid;
   }
-  s.largest = good * step;
+  s.largest = good * step - offset;
   return s;
 }
 
@@ -143,6 +153,7 @@ planned_fit plan_max_fit(const problem& p, const layout& l, fit_axis axis, std::
   planned_fit r;
   r.axis = axis;
   r.step = fit_step(l, axis);
+  const std::int64_t offset = fit_offset(p, l, axis);
   r.limit = limit ? limit : default_fit_limit(axis);
   r.current = fit_value(p, axis);
   if (r.limit < r.step || r.limit > (std::int64_t{1} << 40))
@@ -154,11 +165,11 @@ planned_fit plan_max_fit(const problem& p, const layout& l, fit_axis axis, std::
     const auto b = plan_at(trial_problem(p, l, axis, v, per_step), l, why);
     if (!b) return fit_trial{v, false, why};
     return fit_trial{v, b->fits(), "decisive total " + gib_str(b->worst_stage().decisive_total(), 1) + " GiB"};
-  });
+  }, offset);
   std::string why;
   if (r.search.largest) r.at_largest = plan_at(trial_problem(p, l, axis, *r.search.largest, per_step), l, why);
   if (r.search.reached_limit) return r;
-  const std::int64_t next = r.search.largest ? *r.search.largest + r.step : r.step;
+  const std::int64_t next = r.search.largest ? *r.search.largest + r.step : r.step - offset;
   r.at_next = plan_at(trial_problem(p, l, axis, next, per_step), l, r.next_error);
   if (!r.at_next || !r.at_largest) return r;
   // The term that grew most across the edge, on the stage that decides at the next value.

@@ -24,6 +24,11 @@ const char* to_string(fit_axis a);
 // Returns the axis's step: the values searched are its multiples, so every one is a valid layout
 // (micro-batch: 1; layers: pp * vpp; seq: 256, or a multiple of cp * tp under sequence parallelism).
 std::int64_t fit_step(const layout& l, fit_axis a);
+// Returns what every value searched lies below a multiple of the step (0 but for layers when Megatron counts
+// the embedding and loss as layers under interleaving: the slots L + E + Lo, not L, divide into pp x vpp,
+// planner/schedule.hpp). Throws bad_input when the axis cannot move in `p` (layers pinned by --pp-layout or
+// first / last stage counts).
+std::int64_t fit_offset(const problem& p, const layout& l, fit_axis a);
 // Returns the axis's value in `p`.
 std::int64_t fit_value(const problem& p, fit_axis a);
 // Returns `p` with the axis set to `value` (layers: a stated Ψ keeps its parameters per layer; micro-batch:
@@ -44,10 +49,10 @@ struct fit_search {
   bool reached_limit = false;           // the limit itself fitted: the answer is at least the limit
 };
 
-// Returns the largest multiple of `step` in [step, limit] for which `trial` fits, by doubling then
+// Returns the largest k x step - offset in [step - offset, limit] for which `trial` fits, by doubling then
 // bisection (about 2 log2(limit / step) trials).
-fit_search search_largest(std::int64_t step, std::int64_t limit,
-                          const std::function<fit_trial(std::int64_t)>& trial);
+fit_search search_largest(std::int64_t step, std::int64_t limit, const std::function<fit_trial(std::int64_t)>& trial,
+                          std::int64_t offset = 0);
 
 // Returns the plan of `p` on `l`, or nullopt with `why` set when that size has none (a value that overflows,
 // say): a search's trial, where a size without a plan does not fit rather than ending the search.

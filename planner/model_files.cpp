@@ -460,9 +460,8 @@ model_spec model_from_hf_config(const json& c, const std::string& origin) {
   m.parallel_residual = read_bool(s, at, row->parallel_residual);
   m.dropout = any_dropout(s, at, row->dropout);
   m.attention_sinks = row->attention_sinks;
-  // Qwen3 normalises each head of q and k (Qwen3MoeAttention's q_norm / k_norm: RMSNorm(head_dim),
-  // transformers modeling_qwen3_moe.py); its config has no key for it, the family implies it.
-  m.qk_norm = *type == "qwen3_moe";
+  // q / k norms: no config key states them, the family implies them (hf_families.hpp, qk_norm).
+  m.qk_norm = row->qk_norm;
   if (row->experts.keys[0]) read_moe(s, at, *row, m);
   if (row->mla) read_mla(s, at, m);
   if (row->quirk) row->quirk(s, at, m);

@@ -71,8 +71,12 @@ std::int64_t chunk_first_layer(const problem& p, const layout& l, int stage, std
   if (l.vpp <= 1) return first_layer_of(p, l, stage);
   if (!uneven_chunks(p, l))  // every virtual stage of rank k holds stage_layers(k) / vpp
     return chunk * (p.model.layers / l.vpp) + first_layer_of(p, l, stage) / l.vpp;
+  const std::int64_t v = chunk * l.pp + stage;
+  const auto& s = p.training.split;
+  if (s.layers.empty())  // the counted embedding and loss: (L + E + Lo) / (pp x vpp) slots a virtual stage
+    return v == 0 ? 0 : v * (slots(p) / (static_cast<std::int64_t>(l.pp) * l.vpp)) - (s.embedding_as_layer ? 1 : 0);
   std::int64_t first = 0;
-  for (std::int64_t v = 0; v < chunk * l.pp + stage; ++v) first += virtual_stage_layers(p, l, v);
+  for (std::int64_t u = 0; u < v; ++u) first += s.layers[static_cast<std::size_t>(u)];
   return first;
 }
 
@@ -94,6 +98,10 @@ std::optional<bad_input> split_error(const problem& p, const layout& l) {
                        "embedding or loss layers");
     const auto given = static_cast<std::int64_t>(s.layers.size());
     const bool per_chunk = l.vpp > 1 && given == virtual_stages;
+    // Placing a chunk sums the virtual stages before it (chunk_first_layer), so their count is bounded; no
+    // launch comes near (Megatron-MoE-ModelZoo's largest is 64 x 4).
+    if (per_chunk && given > 4096)
+      return bad_input("pp-layout", "gives " + std::to_string(given) + " virtual stages; at most 4096 are planned");
     if (given != l.pp && !per_chunk)
       return bad_input("pp-layout", "gives " + std::to_string(given) + " stages for pp=" + std::to_string(l.pp) +
                                         (l.vpp > 1 ? " (or pp x vpp = " + std::to_string(virtual_stages) +
@@ -150,11 +158,46 @@ std::optional<bad_input> split_error(const problem& p, const layout& l) {
 
 bool detail::middle_stages_dominated_in_split(const problem& p, const layout& l) {
   const auto& s = p.training.split;
+  // Chunks of different sizes: a middle stage with no more layers may keep more of them in flight.
+  if (uneven_chunks(p, l)) return false;
   if (s.layers.empty() && !s.first_stage && !s.last_stage && !s.embedding_as_layer) return true;
   const std::int64_t first = stage_layers(p, l, 0);
   for (int k = 1; k + 1 < l.pp; ++k)
     if (stage_layers(p, l, k) > first) return false;
   return true;
+}
+
+std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
+                                            const std::vector<std::int64_t>& chunk_bytes) {
+  const std::int64_t pp = l.pp, v = l.vpp, total = microbatches * v, round = pp * v;
+  const std::int64_t in_flight = chunks_in_flight(l, stage, microbatches);
+  std::vector<std::int64_t> copies(static_cast<std::size_t>(v), 0);
+  if (v <= 1) {
+    copies[0] = in_flight;
+    return copies;
+  }
+  auto chunk = [&](std::int64_t i, bool forward) {
+    const std::int64_t c = (i % round) / pp;
+    return static_cast<std::size_t>(forward ? c : v - 1 - c);
+  };
+  std::vector<std::int64_t> alive(copies.size(), 0);
+  std::int64_t bytes = 0, most = -1, next_f = 0;
+  const std::int64_t warmup = std::min(warmup_chunks(l, stage), total);
+  for (; next_f < warmup; ++next_f) {
+    ++alive[chunk(next_f, true)];
+    bytes += chunk_bytes[chunk(next_f, true)];
+  }
+  // The alive set after each steady-state forward; it repeats every round, so two rounds find the most.
+  const std::int64_t last_b = std::min(total, warmup + 2 * round + 1);
+  for (std::int64_t b = 0; b < last_b && next_f < total; ++b) {
+    ++alive[chunk(next_f, true)];
+    bytes += chunk_bytes[chunk(next_f++, true)];
+    if (bytes > most) most = bytes, copies = alive;
+    --alive[chunk(b, false)];
+    bytes -= chunk_bytes[chunk(b, false)];
+  }
+  if (most < 0) copies = alive;  // no steady state: the warm-up runs every forward (M * vpp <= warm-up)
+  return copies;
 }
 
 std::int64_t embeddings_in_flight(const layout& l, std::int64_t microbatches) {

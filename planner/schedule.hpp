@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "errors.hpp"
 #include "layout.hpp"
@@ -78,6 +79,16 @@ inline std::int64_t chunk_copies_in_flight(const layout& l, std::int64_t in_flig
   const std::int64_t in_rest = rest - chunk * l.pp;
   return full * l.pp + (in_rest <= 0 ? 0 : in_rest < l.pp ? in_rest : l.pp);
 }
+
+// Returns, for each model chunk of stage `stage`, the copies alive at the moment the stage holds the most
+// activation bytes, given the bytes one copy of each chunk keeps (`chunk_bytes`, vpp entries). Megatron's
+// order: the warm-up forwards, then one forward and one backward at a time; forward step i runs chunk
+// (i mod pp*vpp) / pp, backward step j chunk vpp - 1 - (j mod pp*vpp) / pp. The chunks in flight stay as many
+// through the steady state, but which chunks they are turns with it, so where chunks differ in bytes (sizes,
+// or dense and MoE layers) the most is found over a round of it, not only at the end of the warm-up. With
+// equal chunks this is chunk_copies_in_flight of chunks_in_flight; with vpp = 1, {min(pp - k, M)}.
+std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
+                                            const std::vector<std::int64_t>& chunk_bytes);
 
 // Returns whether no middle stage holds more layers than the first, so that only the first and the last
 // stage can be the worst (the search's fast path).

@@ -80,3 +80,31 @@ TEST(PlanMoeJson, DenseModelHasNoMoeLedger) {
 }
 
 }  // namespace
+
+namespace {
+
+// Megatron-MoE-ModelZoo's DeepSeek-V3 launch (tests/data/megatron/modelzoo_dsv3_fp8_dry_run.cmd: pp 8 and the
+// layout string Et|(tt|)*30mL, 32 virtual stages): planned as written, its ranks hold 7, 8 x 6 and 6 layers in
+// chunks of different sizes; with --pp 16 over it, Megatron interleaves the same 32 virtual stages over 16
+// ranks (vpp = 32 / 16 = 2, arguments.py), and so does headroom unless --vpp is given too.
+TEST(PlanMoeJson, LayoutStringFollowsAPpGivenOverIt) {
+  const std::string launch = "plan --megatron-args " + data +
+                             "/megatron/modelzoo_dsv3_fp8_dry_run.cmd --gpus 1024 --gpu-type h100-80gb "
+                             "--allow-unmodelled --json";
+  const auto r = run(launch);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["layout"]["vpp"], 4);
+  std::vector<std::int64_t> layers;
+  for (const auto& s : j["stages"]) layers.push_back(s["layers"].get<std::int64_t>());
+  EXPECT_EQ(layers, (std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 8, 6}));
+  const auto over = run(launch + " --pp 16");
+  ASSERT_EQ(over.status, 0) << over.err;
+  const auto k = nlohmann::json::parse(over.out);
+  EXPECT_EQ(k["layout"]["vpp"], 2);
+  EXPECT_EQ(k["stages"][0]["layers"], 1 + 2);   // virtual stages 0 and 16
+  EXPECT_EQ(k["stages"][15]["layers"], 2 + 0);  // virtual stages 15 and 31
+  EXPECT_EQ(run(launch + " --pp 16 --vpp 4").status, 2);  // 32 stages are not 16 x 4: refused
+}
+
+}  // namespace

@@ -186,6 +186,7 @@ TEST(HfMoe, DbrxNestedAndOlmoe) {
   const auto o = model_from_hf_config(olmoe, "config.json");
   EXPECT_EQ(o.moe.expert_ffn, 1024);
   EXPECT_EQ(o.kv_heads, 16);
+  EXPECT_TRUE(o.qk_norm);  // OLMoE's whole-width q_norm / k_norm (modeling_olmoe.py), priced as qk_norm
   // "7B, 1B per token" (huggingface/transformers:docs/source/en/model_doc/olmoe.md): 6.9 B and 1.3 B counted.
   EXPECT_NEAR(count_params(o).total / 1e9, 6.92, 0.01);
   EXPECT_NEAR(count_params(o).active / 1e9, 1.28, 0.01);

@@ -51,7 +51,7 @@ TEST(RecipeBf16Moments, ParamGatherFormByHand) {
 }
 
 TEST(RecipeBf16Moments, WithoutParamGatherTheBf16WeightsStay) {
-  const auto& s = moments_plan("megatron-distopt-fp8-bf16-moments").stages[0];
+  const auto s = moments_plan("megatron-distopt-fp8-bf16-moments").stages[0];  // a copy: the plan is a temporary
   EXPECT_EQ(s.params, 2 * moments_n + 2 * moments_linear);  // bf16 everywhere, plus FP8 + transpose on linear
   EXPECT_EQ(s.grads, 4 * moments_n);
   EXPECT_EQ(s.master, 4 * moments_n / moments_d);

@@ -28,13 +28,26 @@ std::vector<std::string> unmodelled_keys(const launch_import& imp) {
 std::string unmodelled_refusal(const launch_import& imp) {
   const auto keys = unmodelled_keys(imp);
   if (keys.empty()) return "";
-  std::string list;
-  for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
-  // The keys first and the text short: the error line holds 280 characters (cli/one_line.hpp), and a long
-  // line is cut in its middle.
+  // The keys first and the text short: the error line ("headroom: bad input: ORIGIN: ...") holds 280
+  // characters (cli/one_line.hpp), which would cut a longer one in its middle; keys that do not fit are
+  // counted whole ("and 3 more"), and --explain or plan --json (not_modelled) names them all.
   const bool one = keys.size() == 1;
-  return list + (one ? " changes memory and is not modelled" : " change memory and are not modelled") +
-         ": refused (--allow-unmodelled plans anyway, --explain says why)";
+  const std::string tail = std::string(one ? " changes memory and is not modelled" : " change memory and are not modelled") +
+                           ": refused (--allow-unmodelled plans anyway, --explain says why)";
+  const std::size_t line = 280, fixed = std::string("headroom: bad input: : ").size() + imp.origin.size();
+  const std::size_t room = line > fixed + tail.size() ? line - fixed - tail.size() : 0;
+  std::string list;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string more = ", and " + std::to_string(keys.size() - i) + " more";
+    const std::string next = (list.empty() ? "" : ", ") + keys[i];
+    const bool last = i + 1 == keys.size();
+    if (!list.empty() && list.size() + next.size() + (last ? 0 : more.size()) > room) {
+      list += more;
+      break;
+    }
+    list += next;
+  }
+  return list + tail;
 }
 
 nlohmann::json unmodelled_json(const std::vector<launch_import>& imports) {

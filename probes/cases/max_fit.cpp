@@ -14,6 +14,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
   max_fit_result r;
   r.axis = o.axis;
   r.step = fit_step(l, o.axis);
+  const std::int64_t offset = fit_offset(p, l, o.axis);
   r.limit = o.limit ? o.limit : default_fit_limit(o.axis);
   r.current = fit_value(p, o.axis);
   if (r.limit < r.step || r.limit > (std::int64_t{1} << 40))
@@ -26,7 +27,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
     if (!b) return fit_trial{v, false, why};
     return fit_trial{v, b->fits(),
                      "decisive total " + gib_str(b->worst_stage().decisive_total(), 1) + " GiB"};
-  });
+  }, offset);
   r.predicted_peak = search_largest(r.step, r.limit, [&](std::int64_t v) {
     std::string why;
     const auto b = plan_at(with_fit_value(p, o.axis, v), l, why);
@@ -34,7 +35,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
     std::int64_t peak = 0;
     for (const auto& s : b->stages) peak = std::max(peak, s.step_peak);
     return fit_trial{v, peak <= p.device.capacity, "step peak " + gib_str(peak, 1) + " GiB"};
-  });
+  }, offset);
 
   r.replayed = search_largest(r.step, r.limit, [&](std::int64_t v) {
     const problem pv = with_fit_value(p, o.axis, v);
@@ -69,7 +70,7 @@ max_fit_result max_fit(const problem& p, const layout& l, device& dev, const max
                            ")"};
     }
     return fit_trial{v, true, "peak reserved " + gib_str(c.replayed.reserved.bytes, 2) + " GiB"};
-  });
+  }, offset);
   return r;
 }
 

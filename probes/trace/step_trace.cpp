@@ -308,6 +308,10 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   const std::int64_t warmup_steps = warmup_chunks(l, stage);
   std::int64_t m = std::min<std::int64_t>(M, pp - stage + 1);
   if (v > 1) m = std::min<std::int64_t>(M, pp * ((warmup_steps + 2 + pp * v - 1) / (pp * v)));
+  // Chunks that differ in bytes (sizes, or dense and MoE layers) may peak later in the steady state, where
+  // the planner looks over two rounds (schedule.hpp peak_chunk_copies): trace those forwards too.
+  if (v > 1 && (uneven_chunks(p, l) || p.model.moe.enabled()))
+    m = std::min<std::int64_t>(M, pp * ((warmup_steps + 2 * pp * v + 1 + pp * v - 1) / (pp * v)));
   t.microbatches_per_step = M;
   t.microbatches_traced = m;
   trace_builder tb(t);
