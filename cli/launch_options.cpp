@@ -67,20 +67,19 @@ void merge(plan_options& o, const launch_import& imp) {
   }
   if (imp.split && !given(o, "--pp-layout") && !given(o, "--first-stage-layers") && !given(o, "--last-stage-layers")) {
     o.pp_layout = imp.split->layers;
-    // A Megatron layout string gives pp x vpp virtual stages (stage v is chunk v / pp of rank v % pp): kept
-    // per virtual stage when the interleaving is the layout's (chunks may differ in size: schedule.hpp
-    // uneven_chunks); summed per rank when vpp was set to something else.
-    const std::size_t pp = static_cast<std::size_t>(std::max(1, o.pp));
-    // A --pp given here over the launch's: the layout's virtual stages are interleaved over it, as Megatron
-    // derives vpp = stages / pp (arguments.py l.941-952), unless --vpp is given too.
-    const bool user_vpp = o.app && o.app->count("--vpp") > 0;  // given() also counts the launch's own
-    if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0 && !user_vpp)
-      o.vpp = static_cast<int>(o.pp_layout.size() / pp);
-    if (o.pp_layout.size() > pp && o.pp_layout.size() % pp == 0 &&
-        o.pp_layout.size() != pp * static_cast<std::size_t>(std::max(1, o.vpp))) {
-      std::vector<std::int64_t> per_rank(pp, 0);
-      for (std::size_t v = 0; v < o.pp_layout.size(); ++v) per_rank[v % pp] += o.pp_layout[v];
-      o.pp_layout = per_rank;
+    // A Megatron layout string gives pp x vpp virtual stages (stage v is chunk v / pp of rank v % pp), kept
+    // per virtual stage (chunks may differ in size: schedule.hpp uneven_chunks) and interleaved over the pp
+    // planned, as Megatron derives vpp = stages / pp (arguments.py l.941-952); a --vpp given too that does
+    // not match them sums them per rank.
+    const std::size_t pp = static_cast<std::size_t>(std::max(1, o.pp)), stages = o.pp_layout.size();
+    if (stages > pp && stages % pp == 0) {
+      const bool user_vpp = o.app && o.app->count("--vpp") > 0;  // given() also counts the launch's own
+      if (!user_vpp) o.vpp = static_cast<int>(stages / pp);
+      if (stages != pp * static_cast<std::size_t>(std::max(1, o.vpp))) {
+        std::vector<std::int64_t> per_rank(pp, 0);
+        for (std::size_t v = 0; v < stages; ++v) per_rank[v % pp] += o.pp_layout[v];
+        o.pp_layout = per_rank;
+      }
     }
     o.first_stage_layers = imp.split->first_stage;
     o.last_stage_layers = imp.split->last_stage;

@@ -162,14 +162,14 @@ void explain_ledger_sum(std::ostream& o, const problem& p, const layout& l, std:
 struct explain_layer_counts {
   std::int64_t dense = 0, moe = 0;
 };
-explain_layer_counts explain_alive_by_kind(const problem&, const breakdown&, const stage_breakdown& s) {
+explain_layer_counts explain_alive_by_kind(const stage_breakdown& s) {
   return {s.layer_activations - s.moe_layer_activations, s.moe_layer_activations};
 }
 
 // Returns a stage's layer activations by kind as a sum, "12 * 0.055 + 52 * 0.055" (alive dense layers x the
 // dense layer's GiB + alive MoE layers x the MoE layer's), omitting a kind with none alive.
-std::string explain_kinds_sum(const problem& p, const breakdown& b, const stage_breakdown& s) {
-  const auto alive = explain_alive_by_kind(p, b, s);
+std::string explain_kinds_sum(const breakdown& b, const stage_breakdown& s) {
+  const auto alive = explain_alive_by_kind(s);
   const recompute_mode r = b.where.recompute;
   std::string out;
   if (alive.dense > 0) out = std::to_string(alive.dense) + " * " + gib_str(b.basis.per_layer.of(r), 3);
@@ -197,7 +197,7 @@ void explain_moe_activations(std::ostream& o, const problem& p, const breakdown&
     explain_ledger_lines(o, b.basis.moe_ledger);
     explain_ledger_sum(o, p, l, w.layers, b.basis.moe_ledger, moe_sums);
   }
-  const auto alive = explain_alive_by_kind(p, b, w);
+  const auto alive = explain_alive_by_kind(w);
   const std::int64_t a = b.basis.per_layer.of(l.recompute), m = moe_sums.of(l.recompute);
   const std::int64_t sum = alive.dense * a + alive.moe * m + w.embedding_activations;
   o << "  stage " << w.stage << " holds " << w.layers << " layers (" << dense_layers << " dense, " << w.moe_layers
@@ -206,7 +206,7 @@ void explain_moe_activations(std::ostream& o, const problem& p, const breakdown&
     o << " and, in " << (l.vpp > 1 ? "interleaved " : "") << "1F1B with " << b.basis.microbatches
       << " micro-batches per step, keeps " << w.layer_activations << " layer activations alive ("
       << alive.dense << " dense, " << alive.moe << " MoE)";
-  o << ": " << explain_kinds_sum(p, b, w);
+  o << ": " << explain_kinds_sum(b, w);
   if (w.embedding_activations) o << " + embedding " << gib_str(w.embedding_activations, 3);
   o << " = " << gib_str(sum) << " GiB";
   if (sum != w.activations) o << " (the stage's figure is " << gib_str(w.activations) << " GiB)";
@@ -322,7 +322,7 @@ bool can_be_worst(const breakdown& b, const stage_breakdown& s) {
 }
 
 // (d): every other stage that can be the worst, term by term, and how far it is from the worst.
-void explain_other_stages(std::ostream& o, const problem& p, const breakdown& b) {
+void explain_other_stages(std::ostream& o, const breakdown& b) {
   const auto& l = b.where;
   const auto& w = b.worst_stage();
   const std::int64_t per_layer = b.basis.per_layer.of(l.recompute);
@@ -339,8 +339,8 @@ void explain_other_stages(std::ostream& o, const problem& p, const breakdown& b)
     if (s.transient) o << gib_str(s.persistent) << " + " << gib_str(s.transient) << " transient = ";
     o << gib_str(s.state) << " GiB (persistent: parameters, gradients, master weights, optimizer states)\n";
     o << "    activations = " << s.layer_activations << " layer activations";
-    if (const auto alive = explain_alive_by_kind(p, b, s); !b.basis.moe_ledger.empty() && s.moe_layers)
-      o << " (" << alive.dense << " dense, " << alive.moe << " MoE: " << explain_kinds_sum(p, b, s) << ")";
+    if (const auto alive = explain_alive_by_kind(s); !b.basis.moe_ledger.empty() && s.moe_layers)
+      o << " (" << alive.dense << " dense, " << alive.moe << " MoE: " << explain_kinds_sum(b, s) << ")";
     else
       o << " * " << gib_str(per_layer, 3) << " GiB";
     if (s.embedding_activations) o << " + embedding " << gib_str(s.embedding_activations, 2) << " GiB";
@@ -363,7 +363,7 @@ std::string explain_plan(const problem& p, const breakdown& b) {
   explain_state(o, p, b);
   explain_activations(o, p, b);
   explain_total(o, p, b);
-  explain_other_stages(o, p, b);
+  explain_other_stages(o, b);
   return o.str();
 }
 

@@ -167,56 +167,68 @@ bool detail::middle_stages_dominated_in_split(const problem& p, const layout& l)
   return true;
 }
 
-std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
-                                            const std::vector<std::int64_t>& chunk_bytes) {
+namespace {
+
+// Walks stage `stage`'s share of Megatron's interleaved order (vpp > 1; forward step i runs chunk
+// (i mod pp*vpp) / pp, backward step j chunk vpp - 1 - (j mod pp*vpp) / pp): the warm-up forwards, then one
+// forward and one backward at a time. Calls forward(c) and backward(c) as a copy of chunk c's activations is
+// made and freed, and peak() after each steady-state forward, before its backward, where the stage holds the
+// most; the steady state repeats every pp*vpp steps, so two rounds of it find the most. When the warm-up runs
+// every forward (M * vpp within it), peak() once after it.
+template <class Forward, class Backward, class Peak>
+void walk_interleaved(const layout& l, int stage, std::int64_t microbatches, Forward forward, Backward backward,
+                      Peak peak) {
   const std::int64_t pp = l.pp, v = l.vpp, total = microbatches * v, round = pp * v;
-  const std::int64_t in_flight = chunks_in_flight(l, stage, microbatches);
-  std::vector<std::int64_t> copies(static_cast<std::size_t>(v), 0);
-  if (v <= 1) {
-    copies[0] = in_flight;
-    return copies;
-  }
-  auto chunk = [&](std::int64_t i, bool forward) {
-    const std::int64_t c = (i % round) / pp;
-    return static_cast<std::size_t>(forward ? c : v - 1 - c);
-  };
-  std::vector<std::int64_t> alive(copies.size(), 0);
-  std::int64_t bytes = 0, most = -1, next_f = 0;
+  auto chunk = [&](std::int64_t i) { return (i % round) / pp; };
   const std::int64_t warmup = std::min(warmup_chunks(l, stage), total);
-  for (; next_f < warmup; ++next_f) {
-    ++alive[chunk(next_f, true)];
-    bytes += chunk_bytes[chunk(next_f, true)];
+  std::int64_t next_f = 0;
+  for (; next_f < warmup; ++next_f) forward(chunk(next_f));
+  if (next_f == total) {
+    peak();
+    return;
   }
-  // The alive set after each steady-state forward; it repeats every round, so two rounds find the most.
   const std::int64_t last_b = std::min(total, warmup + 2 * round + 1);
   for (std::int64_t b = 0; b < last_b && next_f < total; ++b) {
-    ++alive[chunk(next_f, true)];
-    bytes += chunk_bytes[chunk(next_f++, true)];
-    if (bytes > most) most = bytes, copies = alive;
-    --alive[chunk(b, false)];
-    bytes -= chunk_bytes[chunk(b, false)];
+    forward(chunk(next_f++));
+    peak();
+    backward(v - 1 - chunk(b));
   }
-  if (most < 0) copies = alive;  // no steady state: the warm-up runs every forward (M * vpp <= warm-up)
+}
+
+}  // namespace
+
+std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
+                                            const std::vector<std::int64_t>& chunk_bytes) {
+  const auto v = static_cast<std::size_t>(l.vpp);
+  std::vector<std::int64_t> copies(v, 0), alive(v, 0);
+  if (v <= 1) {
+    copies[0] = chunks_in_flight(l, stage, microbatches);
+    return copies;
+  }
+  std::int64_t bytes = 0, most = -1;
+  walk_interleaved(
+      l, stage, microbatches,
+      [&](std::int64_t c) {
+        ++alive[static_cast<std::size_t>(c)];
+        bytes += chunk_bytes[static_cast<std::size_t>(c)];
+      },
+      [&](std::int64_t c) {
+        --alive[static_cast<std::size_t>(c)];
+        bytes -= chunk_bytes[static_cast<std::size_t>(c)];
+      },
+      [&] {
+        if (bytes > most) most = bytes, copies = alive;
+      });
   return copies;
 }
 
 std::int64_t embeddings_in_flight(const layout& l, std::int64_t microbatches) {
-  const std::int64_t pp = l.pp, v = l.vpp, total = microbatches * v;
-  const std::int64_t warmup = std::min(warmup_chunks(l, 0), total);
-  if (v == 1) return std::min(warmup + 1, total);
-  // Interleaved: walk Megatron's order (forward step i runs chunk (i mod pp*v) / pp; backward the chunks
-  // in reverse) and take the most chunk-0 forwards not yet matched by their chunk-0 backward at the start
-  // of any backward. The order repeats every pp*v steps, so two rounds past the warm-up find the maximum.
-  auto fwd_chunk0 = [&](std::int64_t i) { return (i % (pp * v)) / pp == 0; };
-  auto bwd_chunk0 = [&](std::int64_t i) { return v - 1 - (i % (pp * v)) / pp == 0; };
-  std::int64_t alive = 0, most = 0, next_f = 0;
-  for (; next_f < warmup; ++next_f) alive += fwd_chunk0(next_f);
-  const std::int64_t last_b = std::min(total, warmup + 2 * pp * v + 1);
-  for (std::int64_t b = 0; b < last_b; ++b) {
-    if (next_f < total) alive += fwd_chunk0(next_f++);
-    most = std::max(most, alive);
-    alive -= bwd_chunk0(b);
-  }
+  if (l.vpp == 1) return chunks_in_flight(l, 0, microbatches);
+  // Interleaved: the most chunk-0 forwards not yet matched by their chunk-0 backward.
+  std::int64_t alive = 0, most = 0;
+  walk_interleaved(
+      l, 0, microbatches, [&](std::int64_t c) { alive += c == 0; }, [&](std::int64_t c) { alive -= c == 0; },
+      [&] { most = std::max(most, alive); });
   return most;
 }
 

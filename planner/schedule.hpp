@@ -71,22 +71,13 @@ std::int64_t largest_chunk_layers(const problem& p, const layout& l, int stage);
 // and the step trace place MoE layers by it.
 std::int64_t chunk_first_layer(const problem& p, const layout& l, int stage, std::int64_t chunk);
 
-// Returns the copies of model chunk `chunk` a stage holds at the end of its warm-up, when `in_flight`
-// (chunks_in_flight) chunks are alive: forward step i runs chunk (i mod pp*vpp) / pp.
-inline std::int64_t chunk_copies_in_flight(const layout& l, std::int64_t in_flight, std::int64_t chunk) {
-  const std::int64_t round = static_cast<std::int64_t>(l.pp) * l.vpp;
-  const std::int64_t full = in_flight / round, rest = in_flight % round;
-  const std::int64_t in_rest = rest - chunk * l.pp;
-  return full * l.pp + (in_rest <= 0 ? 0 : in_rest < l.pp ? in_rest : l.pp);
-}
-
 // Returns, for each model chunk of stage `stage`, the copies alive at the moment the stage holds the most
 // activation bytes, given the bytes one copy of each chunk keeps (`chunk_bytes`, vpp entries). Megatron's
 // order: the warm-up forwards, then one forward and one backward at a time; forward step i runs chunk
 // (i mod pp*vpp) / pp, backward step j chunk vpp - 1 - (j mod pp*vpp) / pp. The chunks in flight stay as many
 // through the steady state, but which chunks they are turns with it, so where chunks differ in bytes (sizes,
 // or dense and MoE layers) the most is found over a round of it, not only at the end of the warm-up. With
-// equal chunks this is chunk_copies_in_flight of chunks_in_flight; with vpp = 1, {min(pp - k, M)}.
+// equal chunks the copies sum to chunks_in_flight; with vpp = 1, {min(pp - k, M)}.
 std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
                                             const std::vector<std::int64_t>& chunk_bytes);
 

@@ -127,7 +127,7 @@ TEST(ExplainMoe, DeepSeekStageHoldsBothKinds) {
 
 // Interleaved: pp 4 x vpp 2 with the split 8 8 8 8 | 8 7 7 7 and M = 2048 / 256 = 8. Stage 0 keeps
 // min(2 (pp - 1) + (vpp - 1) pp + 1, M vpp) = 11 chunks: copies of chunk 0 (layers 0-7: 3 dense, 5 MoE)
-// 1 x 4 + 3 = 7, of chunk 1 (layers 32-39, MoE) 1 x 4 = 4 (schedule.hpp chunk_copies_in_flight):
+// 1 x 4 + 3 = 7, of chunk 1 (layers 32-39, MoE) 1 x 4 = 4 (schedule.hpp peak_chunk_copies):
 // 7 x 3 = 21 dense and 7 x 5 + 4 x 8 = 67 MoE layer activations.
 TEST(ExplainMoe, InterleavedStageCountsEachChunksKinds) {
   auto p = explain_moe_problem("deepseek-v3.json");
