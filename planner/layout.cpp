@@ -99,8 +99,9 @@ bad_input recipe_zero_error(const recipe& r, int zero) {
   return bad_input("zero", "recipe '" + r.name.substr(0, 60) + "' runs with ZeRO " + std::to_string(lo) +
                                (lo == hi ? "" : " to " + std::to_string(hi)) + ", got " + std::to_string(zero) +
                                (!r.zero_note.empty() ? " (" + r.zero_note + ")"
-                                : lo == 1            ? std::string(" (--use-distributed-optimizer is ZeRO 1: give --zero 1)")
-                                                     : std::string(" (a buffer it never shards contradicts ZeRO 2 and 3)")));
+                                : zero > hi && hi < r.max_zero
+                                    ? std::string(" (a buffer it never shards contradicts ZeRO 2 and 3)")
+                                    : std::string(" (the stages the recipe states, zero_stages)")));
 }
 
 std::optional<bad_input> layout_error(const problem& p, const layout& l) {

@@ -83,6 +83,14 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
 }
 
+// Returns the kv heads on one tensor-parallel rank: kv_heads / tp, or 1 when there are fewer kv heads than tp
+// ranks (each rank keeps a replica of one).
+namespace {
+std::int64_t kv_heads_on_rank(const model_spec& m, std::int64_t tp) {
+  return m.kv_heads >= tp ? m.kv_heads / tp : 1;
+}
+}  // namespace
+
 // Adds, through `add`, the per-head q and k norms' tensors (docs/model.md, "Query and key norms"; Qwen3's
 // q_norm / k_norm over head_dim, transformers modeling_qwen3_moe.py; Megatron --qk-layernorm, TENorm over
 // head_dim, megatron/core/transformer/attention.py): each keeps its input, the projection's output, and
@@ -90,7 +98,7 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
 template <class Add>
 void qk_norm_entries(const model_spec& m, const ledger_shape& s, Add& add) {
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, s_local = s.seq / s.cp;
-  const std::int64_t heads = m.heads / t, kv = m.kv_heads >= t ? m.kv_heads / t : 1;
+  const std::int64_t heads = m.heads / t, kv = kv_heads_on_rank(m, t);
   const std::int64_t stats = m.norm == norm_kind::layernorm ? 2 : 1;
   const std::string a16 = std::to_string(act), st = std::to_string(4 * stats);
   add("attn.q_norm.input", a16 + "*s*b*a*d/t", {s_local, b, heads * m.head_dim}, act, act_role::saved);
@@ -120,7 +128,7 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_laye
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
   const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
   const std::int64_t q_width = m.heads / t * m.head_dim;
-  const std::int64_t kv_width = (m.kv_heads >= t ? m.kv_heads / t : 1) * m.head_dim, f = m.ffn_hidden / t;
+  const std::int64_t kv_width = kv_heads_on_rank(m, t) * m.head_dim, f = m.ffn_hidden / t;
   const std::string a16 = std::to_string(act), T = s.sp ? "/t" : "";
   auto mark = [&](const char* name) {
     for (auto& e : out)
@@ -200,7 +208,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   const std::int64_t s_local = s.seq / s.cp;               // tokens of this cp rank
   const std::int64_t s_sp = s.sp ? s_local / t : s_local;  // rows outside the tp-split regions
   const std::int64_t heads = m.heads / t;
-  const std::int64_t kv = m.kv_heads >= t ? m.kv_heads / t : 1;  // fewer kv heads than tp: replicated
+  const std::int64_t kv = kv_heads_on_rank(m, t);
   const std::int64_t q_width = heads * m.head_dim, kv_width = kv * m.head_dim;
   const std::int64_t f = m.ffn_hidden / t, h = m.hidden;
   // "/t" in a formula: split by tensor parallelism; "/T": split only with sequence parallelism.

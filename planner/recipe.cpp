@@ -18,7 +18,7 @@ std::int64_t recipe::bytes_per_param() const {
 }
 
 int recipe::lowest_zero() const {
-  return std::max(min_zero, name.rfind("megatron-distopt", 0) == 0 ? 1 : 0);
+  return min_zero;
 }
 
 int recipe::highest_zero() const {
@@ -58,6 +58,15 @@ std::vector<std::string> builtin_recipes() {
 }
 
 namespace {
+// Returns `r` as Megatron's distributed optimizer runs it: its optimizer state is always sharded, so from
+// ZeRO 1 (the ZeRO 0 of this recipe is no configuration Megatron has). An empty `r` stays empty.
+recipe distributed_optimizer(recipe r) {
+  if (r.name.empty()) return r;
+  r.min_zero = std::max(r.min_zero, 1);
+  r.zero_note = "--use-distributed-optimizer is ZeRO 1: give --zero 1";
+  return r;
+}
+
 // Returns the distributed optimizer's FP8 and precision-aware variants (empty when `name` is none of them).
 recipe megatron_variant(const std::string& name) {
   using k = buffer_kind;
@@ -242,13 +251,13 @@ recipe builtin(const std::string& name) {
     // bf16 parameters and fp32 main gradients stay whole on every rank (gradients accumulate across
     // micro-batches), fp32 master weights and Adam's two states are sharded: 6 + 12/d bytes per parameter.
     // Use it with --zero 1.
-    return {name,
-            {{"bf16 parameters", k::params, 2, 4},
-             {"fp32 main gradients (unsharded)", k::grads, 4, 4},
-             {"fp32 master weights", k::master, 4, 1},
-             {"Adam m (fp32)", k::optimizer, 4, 1},
-             {"Adam v (fp32)", k::optimizer, 4, 1}},
-            2, 0, 0, 0, false};
+    return distributed_optimizer({name,
+                                  {{"bf16 parameters", k::params, 2, 4},
+                                   {"fp32 main gradients (unsharded)", k::grads, 4, 4},
+                                   {"fp32 master weights", k::master, 4, 1},
+                                   {"Adam m (fp32)", k::optimizer, 4, 1},
+                                   {"Adam v (fp32)", k::optimizer, 4, 1}},
+                                  2, 0, 0, 0, false});
   if (name == "deepspeed-bf16")
     // DeepSpeed's BF16_Optimizer (bf16.enabled with ZeRO-1 or pipeline parallelism): the bf16 gradients,
     // plus an fp32 gradient accumulation buffer as large as the model, unsharded; master and Adam sharded.
@@ -274,7 +283,7 @@ recipe builtin(const std::string& name) {
     r.gather_bytes = 2;
     return r;
   }
-  if (name.rfind("megatron-distopt-", 0) == 0) return megatron_variant(name);
+  if (name.rfind("megatron-distopt-", 0) == 0) return distributed_optimizer(megatron_variant(name));
   if (name == "megatron-fp8" || name.rfind("fsdp2-fp8", 0) == 0) return fp8_variant(name);
   if (name == "fp16-nomaster")
     // OPT-175B (Zhang et al., arXiv 2205.01068, section 2.5): fp16 weights, Adam state in fp32, no fp32
