@@ -567,6 +567,21 @@ std::vector<std::string> outside_domain(const calibration& c, const problem& p, 
   return out;
 }
 
+std::string no_spread_reason(const calibration& c) {
+  int fitted = c.activation.fitted ? 1 : 0;
+  bool spread = c.worst_residual != 0 || (c.activation.fitted && c.activation.stderr_ > 0);
+  for (const auto& t : c.terms) {
+    fitted += t.fitted ? 1 : 0;
+    spread = spread || (t.fitted && t.stderr_ > 0);
+  }
+  if (spread) return "";
+  const auto n = c.records.size();
+  if (static_cast<int>(n) <= fitted)
+    return std::to_string(n) + (n == 1 ? " record fits " : " records fit ") + std::to_string(fitted) +
+           (fitted == 1 ? " term" : " terms") + ": no spread (give more records than terms)";
+  return "every record is fitted exactly: no spread";
+}
+
 double reserve_uncertainty(const calibration& c, std::int64_t churn, std::int64_t tokens,
                            std::int64_t activations) {
   const double parts[] = {c.terms[0].fitted ? c.terms[0].stderr_ : 0.0,

@@ -160,4 +160,9 @@ std::vector<std::string> outside_domain(const calibration& c, const problem& p, 
 double reserve_uncertainty(const calibration& c, std::int64_t churn, std::int64_t tokens,
                            std::int64_t activations);
 
+// Returns why the calibration carries no spread to print beside the headroom ("2 records fit 2 terms: no
+// spread"), or "" when reserve_uncertainty can be non-zero (a fitted term has a standard error, or a record
+// was left a residual).
+std::string no_spread_reason(const calibration& c);
+
 }  // namespace headroom::calibrate

@@ -12,6 +12,7 @@
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "planner/units.hpp"
+#include "probes/cases/emulated_peak.hpp"
 #include "probes/records/envelope.hpp"
 
 namespace headroom::calibrate {
@@ -51,7 +52,7 @@ double positive_figure(const validation_row& row, const char* key, double hi) {
 // peak (torch.cuda.max_memory_reserved; no CUDA context, no NCCL outside the allocator) or the device memory
 // used (nvidia-smi; everything).
 bool measured_priced_figure(const std::string& f) {
-  return f == "reserved_peak" || f == "device_used";
+  return f == "reserved_peak" || f == "device_used" || f == "allocated_peak";
 }
 
 // Checks a row's published figures when it is read, so no row is judged against a figure that cannot be a
@@ -62,11 +63,7 @@ void check_published(const validation_row& r) {
   if (r.kind == "measured_peak") {
     positive_figure(r, "gib", 1e6);
     const std::string f = r.published.value("figure", std::string());
-    if (f == "allocated_peak" && r.skipped.empty())
-      throw row_error(r.id,
-                      "published.figure allocated_peak is not priced (the planner predicts what the "
-                      "allocator reserves, or the device uses): give reserved_peak or device_used");
-    if (!measured_priced_figure(f) && f != "allocated_peak")
+    if (!measured_priced_figure(f))
       throw row_error(r.id, "published.figure must be reserved_peak, device_used or allocated_peak");
   }
   if (r.kind != "trained" || !r.published.contains("params_billion")) return;
@@ -108,6 +105,8 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
   }
   r.published = j.value("published", nlohmann::json::object());
   if (!r.published.is_object()) throw row_error(r.id, "published must be an object");
+  if (r.fit_on && r.published.value("figure", std::string()) == "allocated_peak")
+    throw row_error(r.id, "an allocated peak holds no reserve: it cannot be fitted on (drop \"calibration\")");
   if (j.contains("tolerance") && !j["tolerance"].is_number())
     throw row_error(r.id, "tolerance must be a number");
   r.tolerance = j.value("tolerance", 0.01);
@@ -179,7 +178,9 @@ struct measured_priced_case {
   stage_terms terms;
   std::int64_t tokens = 0;
   device_spec device;
-  double uncalibrated = 0;  // bytes
+  double uncalibrated = 0;  // bytes: the prediction of the published figure
+  double planner = 0;       // bytes: the planner's own figure of that kind (decisive total, less fixed overheads)
+  std::string emulation_refused;  // why the allocator emulation could not run (the planner's figure is used)
 };
 
 // Returns what the uncalibrated planner predicts for a figure of kind `figure` on stage terms `t`, bytes. The
@@ -188,8 +189,19 @@ struct measured_priced_case {
 // allocator (device_spec::fixed_overheads, docs/fixed-overheads.md).
 double measured_uncalibrated_prediction(const std::string& figure, const stage_terms& t, const device_spec& d,
                                         std::int64_t tokens) {
+  if (figure == "allocated_peak") return static_cast<double>(t.step_peak());  // live tensors, no allocator
   const double decisive = static_cast<double>(t.decisive_total(d, tokens));
   return figure == "device_used" ? decisive : decisive - static_cast<double>(d.fixed_overheads);
+}
+
+// Returns the prediction of a measured figure from the allocator emulation of stage `stage`: a reserved
+// peak is the caching allocator's reserved peak over the stage's step trace (probes/cases/emulated_peak.hpp),
+// a device-used figure that plus what lies outside the allocator (device_spec::fixed_overheads), bytes.
+double emulated_prediction(const validation_row& row, int stage, const std::string& figure) {
+  const probes::emulated_peak e = probes::emulate_stage(row.p, row.l, stage);
+  if (figure == "allocated_peak") return static_cast<double>(e.allocated);
+  const double reserved = static_cast<double>(e.reserved);
+  return figure == "device_used" ? reserved + static_cast<double>(row.p.device.fixed_overheads) : reserved;
 }
 
 measured_priced_case measured_price(const validation_row& row, const breakdown& b) {
@@ -199,11 +211,33 @@ measured_priced_case measured_price(const validation_row& row, const breakdown& 
   const std::string figure = row.published.value("figure", std::string());
   for (std::size_t i = 0; i < b.stages.size(); ++i) {
     const stage_terms t = b.stages[i].terms();
-    const double v = measured_uncalibrated_prediction(figure, t, c.device, c.tokens);
+    const double planned = measured_uncalibrated_prediction(figure, t, c.device, c.tokens);
+    double v = planned;
+    if (c.emulation_refused.empty()) {
+      try {
+        v = emulated_prediction(row, static_cast<int>(i), figure);
+      } catch (const bad_input& e) {
+        c.emulation_refused = e.what();
+      }
+    }
+    if (!c.emulation_refused.empty()) v = planned;
     if (i == 0 || v > c.uncalibrated) {
       c.uncalibrated = v;
+      c.planner = planned;
       c.stage = static_cast<int>(i);
       c.terms = t;
+    }
+  }
+  // A refusal part-way leaves earlier stages emulated: price every stage by the planner alone then.
+  if (!c.emulation_refused.empty()) {
+    for (std::size_t i = 0; i < b.stages.size(); ++i) {
+      const stage_terms t = b.stages[i].terms();
+      const double planned = measured_uncalibrated_prediction(figure, t, c.device, c.tokens);
+      if (i == 0 || planned > c.uncalibrated) {
+        c.uncalibrated = c.planner = planned;
+        c.stage = static_cast<int>(i);
+        c.terms = t;
+      }
     }
   }
   return c;
@@ -217,9 +251,14 @@ void measured_judge(const validation_row& row, const breakdown& b, validation_re
   r.measured = positive_figure(row, "gib", 1e6) * static_cast<double>(gib);
   const measured_priced_case c = measured_price(row, b);
   r.predicted_bytes = c.uncalibrated;
+  r.planner_bytes = c.planner;
+  r.emulated = c.emulation_refused.empty();
   r.published = fixed(r.measured / static_cast<double>(gib), 2) + " GiB " + figure + " (measured)";
   r.predicted = fixed(c.uncalibrated / static_cast<double>(gib), 2) + " GiB" +
-                (b.stages.size() > 1 ? " (stage " + std::to_string(c.stage) + ")" : "") + " uncalibrated";
+                (b.stages.size() > 1 ? " (stage " + std::to_string(c.stage) + ")" : "") + " uncalibrated, " +
+                (r.emulated ? "the planner's tensors through the caching allocator (planner alone " +
+                                  fixed(c.planner / static_cast<double>(gib), 2) + " GiB)"
+                            : "the planner alone (no allocator emulation: " + c.emulation_refused + ")");
   r.error = (c.uncalibrated - r.measured) / r.measured;
   r.has_error = true;
 }
@@ -340,9 +379,32 @@ std::string default_measured_pack() {
   return preset_dir() + "/validation/measured.json";
 }
 
+std::vector<bool> calibration_rows(const std::vector<validation_row>& rows, std::string& rule) {
+  // An allocated peak holds no reserve (neither the allocator's slack nor what lies outside it): never fitted.
+  const auto observes_reserve = [](const validation_row& r) {
+    return r.kind == "measured_peak" && r.skipped.empty() &&
+           r.published.value("figure", std::string()) != "allocated_peak";
+  };
+  std::vector<bool> fit(rows.size(), false);
+  bool marked = false;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (observes_reserve(rows[i]) && rows[i].fit_on) fit[i] = marked = true;
+  if (marked) {
+    rule = "the rows the pack marks \"calibration\": \"fit\"";
+    return fit;
+  }
+  rule = "every fifth priced reserved or device-used row in pack order (the 5th, 10th, ...): a fifth of "
+         "them, none chosen by hand";
+  int priced = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (observes_reserve(rows[i]) && ++priced % 5 == 0) fit[i] = true;
+  return fit;
+}
+
 measured_summary summarise_measured(const std::vector<validation_row>& rows,
                                     std::vector<validation_result>& results) {
   measured_summary s;
+  const std::vector<bool> fit_on = calibration_rows(rows, s.fit_rule);
   std::vector<probes::measurement_record> fit_records;
   for (std::size_t i = 0; i < rows.size() && i < results.size(); ++i) {
     const auto& row = rows[i];
@@ -352,8 +414,12 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
       continue;
     }
     ++s.priced;
+    results[i].fit_on = fit_on[i];
     measured_add_error(s.uncalibrated, results[i].error, row.id);
-    if (row.fit_on) {
+    measured_add_error(s.uncalibrated_by_figure[row.published.value("figure", std::string())], results[i].error,
+                       row.id);
+    if (row.p.model.moe.enabled()) measured_add_error(s.uncalibrated_moe, results[i].error, row.id);
+    if (fit_on[i]) {
       s.fitted_on.push_back(row.id);
       fit_records.push_back(measured_observation_of(row, estimate(row.p, row.l), results[i].measured));
     } else {
@@ -362,7 +428,7 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
   }
   std::optional<calibration> cal;
   if (fit_records.empty()) {
-    s.calibration = "no row is marked \"calibration\": \"fit\"";
+    s.calibration = "no row to fit on (" + s.fit_rule + ")";
   } else {
     try {
       cal = fit(fit_records);
@@ -373,9 +439,11 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
   if (cal) {
     s.calibrated = true;
     s.calibration = measured_terms_text(*cal);
+    s.no_spread = no_spread_reason(*cal);
     for (std::size_t i = 0; i < rows.size() && i < results.size(); ++i) {
       const auto& row = rows[i];
       if (row.kind != "measured_peak" || !row.skipped.empty()) continue;
+      if (row.published.value("figure", std::string()) == "allocated_peak") continue;  // no reserve in it
       const measured_priced_case c = measured_price(row, estimate(row.p, row.l));
       // The fit's central prediction: the held terms plus the fitted reserve, without the margin
       // (reserve_of adds it to the fixed term); the fixed term (the CUDA context and NCCL) only for a figure
@@ -389,16 +457,23 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
       auto& r = results[i];
       r.calibrated_bytes = predicted;
       r.calibrated_error = (predicted - r.measured) / r.measured;
-      if (!row.fit_on) r.outside_domain = outside_domain(*cal, row.p, row.l, target{});
-      measured_add_error(row.fit_on                     ? s.calibrated_in_fit
-                         : r.outside_domain.empty()     ? s.calibrated_held_out
-                                                        : s.calibrated_outside_domain,
+      // The band `headroom plan --calibration` prints beside the headroom (reserve_uncertainty).
+      r.calibrated_band = reserve_uncertainty(*cal, c.terms.churn(), c.tokens, c.terms.activations);
+      if (!fit_on[i]) {
+        r.outside_domain = outside_domain(*cal, row.p, row.l, target{});
+        ++s.coverage_rows;
+        if (std::fabs(predicted - r.measured) <= *r.calibrated_band) ++s.covered;
+      }
+      measured_add_error(fit_on[i]                  ? s.calibrated_in_fit
+                         : r.outside_domain.empty() ? s.calibrated_held_out
+                                                    : s.calibrated_outside_domain,
                          *r.calibrated_error, row.id);
     }
   }
-  for (auto* e : {&s.uncalibrated, &s.uncalibrated_held_out, &s.calibrated_held_out, &s.calibrated_outside_domain,
-                  &s.calibrated_in_fit})
+  for (auto* e : {&s.uncalibrated, &s.uncalibrated_held_out, &s.uncalibrated_moe, &s.calibrated_held_out,
+                  &s.calibrated_outside_domain, &s.calibrated_in_fit})
     measured_finish(*e);
+  for (auto& [figure, e] : s.uncalibrated_by_figure) measured_finish(e);
   return s;
 }
 
@@ -421,12 +496,15 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
       if (r.skipped) x["why"] = r.why;
       if (!r.skipped) {
         x["predicted_bytes"] = r.predicted_bytes;
+        x["predicted_by"] = r.emulated ? "allocator_emulation" : "planner";
+        x["planner_bytes"] = r.planner_bytes;
         x["relative_error"] = r.error;
         x["calibration"] = r.fit_on ? "fit" : "held_out";
       }
       if (r.calibrated_bytes) {
         x["calibrated_bytes"] = *r.calibrated_bytes;
         x["calibrated_relative_error"] = *r.calibrated_error;
+        if (r.calibrated_band) x["calibrated_band_bytes"] = *r.calibrated_band;
         x["outside_calibration_domain"] = r.outside_domain;
       }
       measured_rows.push_back(x);
@@ -447,7 +525,7 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
   j["predicted"] = true;
   j["rows"] = rows;
   j["disagreements"] = disagreements(results);
-  if (measured)
+  if (measured) {
     j["measured"] = {{"rows", measured_rows},
                      {"priced", measured->priced},
                      {"skipped", measured->skipped},
@@ -457,7 +535,15 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
                      {"uncalibrated_held_out", measured_stats_json(measured->uncalibrated_held_out)},
                      {"calibrated_held_out", measured_stats_json(measured->calibrated_held_out)},
                      {"calibrated_outside_domain", measured_stats_json(measured->calibrated_outside_domain)},
-                     {"calibrated_in_fit", measured_stats_json(measured->calibrated_in_fit)}};
+                     {"calibrated_in_fit", measured_stats_json(measured->calibrated_in_fit)},
+                     {"uncalibrated_moe", measured_stats_json(measured->uncalibrated_moe)},
+                     {"fit_rule", measured->fit_rule},
+                     {"coverage", {{"held_out_rows", measured->coverage_rows}, {"inside_band", measured->covered},
+                                   {"why_no_band", measured->no_spread}}}};
+    nlohmann::json by = nlohmann::json::object();
+    for (const auto& [figure, e] : measured->uncalibrated_by_figure) by[figure] = measured_stats_json(e);
+    j["measured"]["uncalibrated_by_figure"] = by;
+  }
   return j;
 }
 

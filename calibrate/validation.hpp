@@ -7,6 +7,7 @@
 // against the measured figures, with and without a calibration fitted on some of them; the CLI prints them.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,8 +40,14 @@ struct validation_result {
   bool judged = true;
   bool skipped = false, fit_on = false;
   double measured = 0, predicted_bytes = 0;  // the published figure; the uncalibrated prediction
+  // The uncalibrated prediction's source: the planner's tensors replayed through the caching allocator
+  // (probes/cases/emulated_peak.hpp; `emulated`), or the planner alone where the trace cannot be built;
+  // planner_bytes is the planner's own figure of that kind either way.
+  bool emulated = false;
+  double planner_bytes = 0;
   std::optional<double> calibrated_bytes;    // the calibrated prediction, when a calibration was fitted
   std::optional<double> calibrated_error;    // its relative error, a fraction
+  std::optional<double> calibrated_band;     // bytes: the ± `plan --calibration` prints (reserve_uncertainty)
   // Held-out rows: how the row lies outside what the calibration was fitted on (calibrate::outside_domain,
   // the lines `headroom plan --calibration` would warn with); empty when inside.
   std::vector<std::string> outside_domain;
@@ -62,9 +69,20 @@ struct measured_summary {
   std::vector<std::string> fitted_on;
   error_stats uncalibrated, uncalibrated_held_out, calibrated_held_out, calibrated_outside_domain,
       calibrated_in_fit;
+  error_stats uncalibrated_moe;                              // the mixture-of-experts rows alone
+  std::map<std::string, error_stats> uncalibrated_by_figure;  // by published.figure (reserved_peak, device_used)
+  std::string fit_rule;  // how the rows the calibration is fitted on were chosen (calibration_rows)
+  int coverage_rows = 0, covered = 0;  // held-out rows with a band; of them, those measured inside it
+  std::string no_spread;               // why the calibration has no band (no_spread_reason), or ""
   std::string calibration;  // the fitted terms as text, or why there is no calibration
   bool calibrated = false;
 };
+
+// Returns which rows the validation's calibration is fitted on, and in `rule` how they were chosen: the
+// priced reserved-peak and device-used rows a pack marks "calibration": "fit" when it marks any; otherwise
+// every fifth of them in pack order (the 5th, 10th, ...), at most a fifth, so that no row is picked by hand.
+// Allocated peaks are never fitted on: they hold no reserve.
+std::vector<bool> calibration_rows(const std::vector<validation_row>& rows, std::string& rule);
 
 // Returns the path of the shipped pack: <preset dir>/validation/published.json.
 std::string default_validation_pack();
@@ -78,6 +96,11 @@ validation_result evaluate(const validation_row& row);
 
 // Returns the verdict of every row of `pack`, in order. Throws bad_input as validation_rows and evaluate.
 std::vector<validation_result> validate_pack(const nlohmann::json& pack, const std::string& origin);
+
+// Returns which rows the validation's calibration is fitted on, and in `rule` how they were chosen: the
+// priced measured rows a pack marks "calibration": "fit" when it marks any; otherwise every fifth priced
+// measured row in pack order (the 5th, 10th, ...), at most a fifth of them, so that no row is picked by hand.
+std::vector<bool> calibration_rows(const std::vector<validation_row>& rows, std::string& rule);
 
 // Returns the path of the shipped pack of measured figures: <preset dir>/validation/measured.json.
 std::string default_measured_pack();

@@ -22,6 +22,7 @@
 #include "planner/max_fit.hpp"
 #include "planner/recipe.hpp"
 #include "plan_assumptions.hpp"
+#include "probes/cases/emulated_peak.hpp"
 #include "probes/io/results_file.hpp"
 #include "tables.hpp"
 
@@ -117,7 +118,7 @@ void add_problem_options(CLI::App* c, plan_options& o) {
       ->capture_default_str();
   c->add_option("--loss", o.loss,
                 "How the loss holds the logits: fused (Megatron's vocab-parallel cross-entropy, 6 bytes per "
-                "logit) or unfused (F.cross_entropy on upcast logits, 18 bytes per logit)")
+                "logit) or unfused (F.cross_entropy on upcast logits, 12 bytes per logit at its peak)")
       ->check(CLI::IsMember(names_of<loss_kind>()))
       ->capture_default_str();
   c->add_flag("--offload-optimizer", o.offload,
@@ -438,9 +439,52 @@ int run_plan_max_fit(plan_run& r) {
   return r.finish(text.str(), &l, f.search.largest ? exit_fits : exit_does_not_fit);
 }
 
+// The worst stage replayed through PyTorch's caching-allocator rules (probes/cases/emulated_peak.hpp): the
+// check the analytic verdict gets where the allocator must hold more than the live tensors it counts.
+struct emulation_check {
+  std::int64_t reserved = 0;  // bytes the allocator reserves at the stage's peak
+  std::int64_t total = 0;     // reserved + fixed overheads, bytes
+  bool above = false;         // total exceeds the analytic decisive total
+};
+
+// Returns the check for the worst stage of `b`, or nullopt where the step trace cannot be built (a case
+// the probes do not replay).
+std::optional<emulation_check> emulate_worst(const problem& p, const breakdown& b) {
+  try {
+    const auto e = probes::emulate_stage(p, b.where, b.worst);
+    const auto& w = b.worst_stage();
+    emulation_check c;
+    c.reserved = e.reserved;
+    c.total = e.reserved + w.fixed_overheads;
+    c.above = c.total > w.decisive_total();
+    return c;
+  } catch (const bad_input&) {
+    return std::nullopt;
+  }
+}
+
+// Returns the lines that report the emulation where it exceeds the analytic verdict ("" otherwise).
+std::string emulation_text(const breakdown& b, const emulation_check& c) {
+  if (!c.above) return "";
+  const auto& w = b.worst_stage();
+  const std::int64_t headroom = w.capacity - c.total;
+  std::string s = "\nallocator emulation (the same tensors through PyTorch's caching-allocator rules, as `headroom "
+                  "probe replay` runs them):\n  stage " +
+                  std::to_string(b.worst) + " reserves " + gib_str(c.reserved, 1) + " GiB, " +
+                  gib_str(c.reserved - w.step_peak, 1) +
+                  " GiB above its live peak (freed blocks that cannot serve the larger requests after them)\n"
+                  "  + fixed overheads = " +
+                  gib_str(c.total, 1) + " GiB: headroom " + gib_str(headroom, 1) + " GiB\n";
+  if (w.fits && headroom < 0)
+    s += "  by the emulation it does not fit: the verdict above counts live tensors and the reserve, not the "
+         "allocator's cached blocks\n";
+  return s;
+}
+
 // plan for one layout.
 int run_one_layout(plan_run& r) {
   const breakdown b = estimate(r.p, layout_from(r.o));
+  const std::optional<emulation_check> emulated = emulate_worst(r.p, b);
   const std::int64_t spread = r.uncertainty(b.where, b.worst_stage());
   std::optional<advice> why_not;
   if (!b.fits()) why_not = advise_plan(r.p, b);
@@ -448,12 +492,15 @@ int run_one_layout(plan_run& r) {
     nlohmann::json j = plan_json(r.p, b);
     if (why_not) j["advice"] = advice_json(*why_not);
     if (r.cal) j["headroom_uncertainty_bytes"] = spread;
+    if (r.cal && spread == 0) j["headroom_uncertainty_why_none"] = calibrate::no_spread_reason(*r.cal);
+    if (emulated) j["emulated_reserved_bytes"] = emulated->reserved;
     if (!r.imports.empty()) j["not_modelled"] = unmodelled_json(r.imports);  // what --allow-unmodelled let through
     r.outs.add(r.json_path, j.dump(2) + "\n");
   }
   if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_plan_csv(out, r.p, b); });
   std::ostringstream text;
-  write_plan_text(text, r.p, b, spread);
+  write_plan_text(text, r.p, b, spread, r.cal && spread == 0 ? calibrate::no_spread_reason(*r.cal) : "");
+  if (emulated) text << emulation_text(b, *emulated);
   if (why_not) text << advice_text(*why_not);
   if (r.o.explain) text << "\n" << explain_imports(r.imports) << explain_plan(r.p, b);
   return r.finish(text.str(), &b.where, b.fits() ? exit_fits : exit_does_not_fit);

@@ -87,7 +87,8 @@ nlohmann::json candidate_json(const problem& p, const candidate& c, const sugges
 
 }  // namespace
 
-void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std::int64_t uncertainty) {
+void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std::int64_t uncertainty,
+                     const std::string& no_spread) {
   const auto& l = b.where;
   const auto& w = b.worst_stage();
   o << "headroom plan: " << printable(p.model.name) << ", " << l.gpus << " GPU" << (l.gpus > 1 ? "s" : "")
@@ -148,7 +149,10 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
   line("  step peak + fixed overheads", w.peak_total);
   line("capacity", w.capacity);
   o << "  " << pad("headroom", 34) << gib_cell(w.headroom, 10) << " GiB"
-    << (uncertainty > 0 ? " +- " + gib_str(uncertainty, 2) + " GiB (the calibration's)" : "") << " (" 
+    << (uncertainty > 0        ? " +- " + gib_str(uncertainty, 2) + " GiB (the calibration's)"
+        : !no_spread.empty() ? " (no +-: " + no_spread + ")"
+                             : "")
+    << " (" 
     << fixed_width(100.0 * static_cast<double>(w.headroom) / static_cast<double>(w.capacity), 0, 1) << "%)"
     << (w.peak_decides() ? "   from the step peak + fixed overheads, which decides" : "") << "\n";
   o << "\n"

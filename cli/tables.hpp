@@ -40,7 +40,10 @@ std::string strategy_name(const layout& l);
 
 // A plan: heading, the table row, the worst rank's terms, every stage when pp > 1.
 // `uncertainty`: the headroom's, in bytes, from a calibration (0: none stated).
-void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std::int64_t uncertainty = 0);
+// `uncertainty`: the calibration's band, bytes (0: none); `no_spread`: why a calibration gives none ("" when
+// uncalibrated or when it does).
+void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std::int64_t uncertainty = 0,
+                     const std::string& no_spread = "");
 nlohmann::json plan_json(const problem& p, const breakdown& b);
 void write_plan_csv(std::ostream& o, const problem& p, const breakdown& b);
 

@@ -54,7 +54,9 @@ void validate_print_measured(std::ostream& out, const std::vector<calibrate::val
     } else {
       out << "  predicted: " << printable(r.predicted) << "   (error " << validate_percent(r.error) << ")\n";
       if (r.calibrated_bytes)
-        out << "  calibrated: " << fixed(*r.calibrated_bytes / (1024.0 * 1024 * 1024), 2) << " GiB   (error "
+        out << "  calibrated: " << fixed(*r.calibrated_bytes / (1024.0 * 1024 * 1024), 2) << " GiB"
+            << (r.calibrated_band ? " +/- " + fixed(*r.calibrated_band / (1024.0 * 1024 * 1024), 2) : std::string())
+            << "   (error "
             << validate_percent(*r.calibrated_error) << (r.fit_on ? ", in the fit" : ", held out") << ")\n";
       for (const auto& line : r.outside_domain)
         out << "    outside the calibration's domain: " << printable(line, 300) << "\n";
@@ -62,19 +64,26 @@ void validate_print_measured(std::ostream& out, const std::vector<calibrate::val
     out << "  source: " << printable(r.citation, 1000) << "\n";
     if (!r.expresses.empty()) out << "  expressed as: " << printable(r.expresses, 1000) << "\n";
   }
-  out << "\nmeasured rows, uncalibrated (the default reserve): " << validate_stats_line(s.uncalibrated)
-      << "\n";
+  out << "\nmeasured rows, uncalibrated (no calibration: reserved peaks through the caching allocator's "
+         "emulation, device figures with the default fixed overheads): "
+      << validate_stats_line(s.uncalibrated) << "\n";
+  for (const auto& [figure, e] : s.uncalibrated_by_figure)
+    out << "  " << printable(figure) << ": " << validate_stats_line(e) << "\n";
+  if (s.uncalibrated_moe.n) out << "  mixture-of-experts: " << validate_stats_line(s.uncalibrated_moe) << "\n";
   out << "  held out of the calibration: " << validate_stats_line(s.uncalibrated_held_out) << "\n";
   if (!s.calibrated) {
     out << "no calibration: " << printable(s.calibration, 1000) << "\n";
     return;
   }
-  out << "calibration fitted on " << s.fitted_on.size() << " row(s):";
+  out << "calibration fitted on " << s.fitted_on.size() << " row(s), " << printable(s.fit_rule, 300) << ":";
   for (const auto& id : s.fitted_on) out << "\n  " << printable(id);
   out << "\n  " << printable(s.calibration, 1000) << "\n";
   out << "calibrated, held-out rows inside its domain: " << validate_stats_line(s.calibrated_held_out) << "\n";
   out << "calibrated, held-out rows outside its domain (the planner warns there): "
       << validate_stats_line(s.calibrated_outside_domain) << "\n";
+  out << "coverage: " << s.covered << " of " << s.coverage_rows
+      << " held-out rows measured inside the calibrated prediction's printed +/- (plan --calibration's band)"
+      << (s.no_spread.empty() ? "" : "; " + printable(s.no_spread, 200)) << "\n";
   out << "calibrated, the rows it was fitted on: " << validate_stats_line(s.calibrated_in_fit) << "\n";
 }
 

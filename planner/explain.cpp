@@ -299,8 +299,11 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
       << " tokens * " << (m.vocab + l.tp - 1) / l.tp << " logits * "
       << (p.training.loss == loss_kind::fused
               ? "(4 fp32 softmax + " + std::to_string(p.precision.activation_bytes) + " gradient)"
-              : "(2 + 4 + 4 + 4 + 4)")
-      << " bytes + per-token loss terms = " << gib_str(w.output_phase, 2) << " GiB\n";
+          : l.tp > 1 ? "(4 saved log_softmax + 4 zeros gradient + 4 exp + 4 their sum: loss_parallel's backward peak)"
+                     : "(4 saved log_softmax + 4 its gradient + 4 the input's gradient: the backward peak)")
+      << " bytes + per-token loss terms"
+      << (p.training.loss == loss_kind::unfused ? " + the final norm's and output layer's saved inputs" : "")
+      << " = " << gib_str(w.output_phase, 2) << " GiB\n";
   o << "  step peak + fixed overheads " << gib_str(w.fixed_overheads, 2)
     << " (context, cuBLAS, NCCL) = " << gib_str(w.peak_total) << " GiB\n";
   o << "  decided by: " << (w.peak_decides() ? "the step peak + fixed overheads (" : "the reference total (")

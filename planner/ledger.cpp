@@ -2,6 +2,7 @@
 // dropout, GeLU, 4h MLP, tp = 1) the entries sum to s*b*h*(34 + 5*a*s/h) bytes exactly.
 #include "ledger.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "errors.hpp"
@@ -363,42 +364,96 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
   const std::int64_t act = s.activation_bytes;
   std::vector<ledger_entry> out;
   const std::string cpdiv = s.cp > 1 ? "/cp" : "";
-  auto logit = [&](std::string name, std::int64_t dtype) {
-    out.push_back({std::move(name),
-                   std::to_string(dtype) + "*s*b*V/t" + cpdiv,
-                   {tokens, v},
-                   dtype,
-                   product({tokens, v}, dtype),
-                   act_role::saved});
+  auto logit = [&](std::string name, std::int64_t dtype, int made, int freed) {
+    ledger_entry e{std::move(name), std::to_string(dtype) + "*s*b*V/t" + cpdiv, {tokens, v}, dtype,
+                   product({tokens, v}, dtype), act_role::saved};
+    e.made = made;
+    e.freed = freed;
+    out.push_back(std::move(e));
   };
-  auto token = [&](std::string name, std::int64_t dtype) {
-    out.push_back({std::move(name),
-                   std::to_string(dtype) + "*s*b" + cpdiv,
-                   {tokens},
-                   dtype,
-                   product({tokens}, dtype),
-                   act_role::saved});
+  auto token = [&](std::string name, std::int64_t dtype, int made, int freed) {
+    ledger_entry e{std::move(name), std::to_string(dtype) + "*s*b" + cpdiv, {tokens}, dtype,
+                   product({tokens}, dtype), act_role::saved};
+    e.made = made;
+    e.freed = freed;
+    out.push_back(std::move(e));
   };
   if (s.loss == loss_kind::fused) {
     // Megatron's _VocabParallelCrossEntropy: logits.float() is exponentiated and normalised in place and
     // saved; backward turns it into the gradient in place; the output layer's backward gets it cast back.
-    // The forward peak (bf16 logits + their fp32 copy) holds the same 6 bytes per logit.
-    logit("output.softmax", 4);
-    logit("output.logits.grad", act);
-    token("output.loss", 4);
-    token("output.target_mask", 1);
-    token("output.masked_target", 8);
+    // The forward peak (bf16 logits + their fp32 copy) holds the same 6 bytes per logit, so one step.
+    logit("output.softmax", 4, 0, 0);
+    logit("output.logits.grad", act, 0, 0);
+    token("output.loss", 4, 0, 0);
+    token("output.target_mask", 1, 0, 0);
+    token("output.masked_target", 8, 0, 0);
   } else {
-    // F.cross_entropy(logits.float(), target): log_softmax saves its output; backward makes the gradient
-    // of that output (nll_loss) and of its input (log_softmax) before the cast back to bf16.
-    logit("output.logits", act);
-    logit("output.logits.fp32", 4);
-    logit("output.log_softmax", 4);
-    logit("output.log_softmax.grad", 4);
-    logit("output.logits.fp32.grad", 4);
-    token("output.loss", 4);
+    // torchtitan's final norm and output layer (pytorch/torchtitan@9dec370 models/norms.py RMSNorm,
+    // parallelize_llama.py l.129-143): the norm saves its fp32 upcast input and its bf16 output (sequence-
+    // sharded under tp), the output linear the gathered bf16 input (ColwiseParallel, input Shard(1) made
+    // Replicate), all alive from the forward's end to the output layer's backward.
+    const std::int64_t sp_tokens = s.tp > 1 && s.sp ? tokens / s.tp : tokens;
+    auto hidden = [&](std::string name, std::int64_t dtype, std::int64_t rows, const char* rows_formula) {
+      ledger_entry e{std::move(name), std::to_string(dtype) + "*" + rows_formula + "*h" + cpdiv, {rows, m.hidden},
+                     dtype, product({rows, m.hidden}, dtype), act_role::saved};
+      e.made = 0;
+      e.freed = 9;
+      out.push_back(std::move(e));
+    };
+    const char* sp_formula = sp_tokens != tokens ? "s*b/t" : "s*b";
+    hidden("output.norm.input.fp32", 4, sp_tokens, sp_formula);
+    hidden("output.norm.output", act, sp_tokens, sp_formula);
+    hidden("output.linear.input", act, tokens, "s*b");
+    if (s.tp == 1) {
+      // F.cross_entropy(pred.flatten(0, 1).float(), labels), then `del pred` before loss.backward()
+      // (pytorch/torchtitan@9dec370 train.py l.130-134, l.303-308): forward makes the bf16 logits (step 0),
+      // their fp32 copy (1) and log_softmax's output, the one tensor it saves (2); nll_loss makes the loss
+      // (3), after which the copy and the logits are gone. Backward: nll_loss_backward makes the gradient of
+      // the saved output (4), _log_softmax_backward_data the gradient of its input (5), after which the saved
+      // output and the first gradient are freed; _to_copy's backward casts it to bf16 (6). PyTorch's autograd
+      // measures 12 bytes per logit at the peak (tests/loss_phase_test.py).
+      logit("output.logits", act, 0, 3);
+      logit("output.logits.fp32", 4, 1, 3);
+      logit("output.log_softmax", 4, 2, 5);
+      token("output.loss", 4, 3, 9);
+      logit("output.log_softmax.grad", 4, 4, 5);
+      logit("output.logits.fp32.grad", 4, 5, 6);
+      logit("output.logits.grad", act, 6, 9);
+    } else {
+      // tp > 1: torchtitan runs the loss under loss_parallel() on vocab-sharded logits (the output layer's
+      // output_layouts=Shard(-1)), whose DTensor handlers compute it (pytorch/pytorch
+      // torch/distributed/tensor/parallel/loss.py, _log_softmax and _nll_loss_and_log_softmax_backward):
+      // forward shifted = x - max (step 2) and exp(shifted) for the sum, a temporary (2), then the result
+      // (3), which log_softmax saves; backward a zeros_like gradient (5), exp(result) and the sum
+      // (grad_input + exp) (6), then the product with the incoming gradient (7), returned through the
+      // no-op log_softmax backward and cast to bf16 (8): 16 bytes per logit at the backward peak.
+      logit("output.logits", act, 0, 4);
+      logit("output.logits.fp32", 4, 1, 4);
+      logit("output.log_softmax.shifted", 4, 2, 3);
+      logit("output.log_softmax.exp", 4, 2, 2);
+      logit("output.log_softmax", 4, 3, 7);
+      token("output.loss", 4, 4, 9);
+      logit("output.nll.grad_input", 4, 5, 7);
+      logit("output.nll.exp", 4, 6, 6);
+      logit("output.nll.sum", 4, 6, 7);
+      logit("output.logits.fp32.grad", 4, 7, 8);
+      logit("output.logits.grad", act, 8, 9);
+    }
   }
   return out;
+}
+
+std::int64_t output_phase_peak(const std::vector<ledger_entry>& phase) {
+  int last = 0;
+  for (const auto& e : phase) last = std::max(last, e.freed);
+  std::int64_t peak = 0;
+  for (int step = 0; step <= last; ++step) {
+    std::int64_t live = 0;  // at the end of `step`'s allocations, before its frees
+    for (const auto& e : phase)
+      if (e.made <= step && step <= e.freed) live = detail::checked_add(live, e.bytes, "output phase");
+    peak = std::max(peak, live);
+  }
+  return peak;
 }
 
 peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
@@ -418,7 +473,7 @@ peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
     p.moe_working_set[i] = p.moe_working_set[full];
   }
   if (m.moe.enabled()) p.moe_layer = sum_ledger(layer_ledger(m, s, true), s.recompute_modules);
-  p.output_phase = total_bytes(output_phase_tensors(m, s));
+  p.output_phase = output_phase_peak(output_phase_tensors(m, s));
   p.first_stage = total_bytes(first_stage_tensors(m, s));
   return p;
 }

@@ -49,6 +49,9 @@ struct ledger_entry {
   // save list that are themselves ledger tensors (an odd-numbered matmul's output such as SwiGLU's gate,
   // SDPA's log-sum-exp). Every op_output entry is kept too.
   bool op_saved = false;
+  // The output phase only (output_phase_tensors): the steps of the loss's order, forward then backward, in
+  // which this tensor is alive: made at step `made`, freed after step `freed` (0, 0 for a layer's tensor).
+  int made = 0, freed = 0;
 };
 
 // The keep-rule with Megatron's recompute modules: selective recomputation drops the tensors of every
@@ -148,13 +151,20 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger,
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes, bool moe_layer = false);
 
-// Returns the output layer's tensors alive together at the peak of the loss on the last stage, as the
-// loss holds them (ledger_shape::loss). fused (Megatron's vocab-parallel cross-entropy): the fp32 softmax
-// saved for backward and turned into the gradient in place, the bf16 gradient cast for the output layer's
-// backward, and per token the loss, target mask and masked target: 6 bytes per logit. unfused (PyTorch's
-// F.cross_entropy on upcast logits): bf16 logits, their fp32 copy, log_softmax's saved fp32 output, and in
-// backward the fp32 gradients of both: 18 bytes per logit. docs/model.md gives the sources.
+// Returns the output layer's tensors on the last stage in the order the loss makes them, each with the
+// steps it is alive in (ledger_entry::made, freed), as the loss holds them (ledger_shape::loss). fused
+// (Megatron's vocab-parallel cross-entropy): the fp32 softmax saved for backward and turned into the
+// gradient in place, the bf16 gradient cast for the output layer's backward, and per token the loss, target
+// mask and masked target, all alive together: 6 bytes per logit. unfused (PyTorch's F.cross_entropy on
+// upcast logits, the logits released before backward as torchtitan's train loop does): bf16 logits, their
+// fp32 copy and log_softmax's saved fp32 output in forward; in backward nll_loss's gradient of that output
+// and log_softmax's gradient of its input beside the saved output (the peak, 12 bytes per logit), then the
+// bf16 gradient cast back. docs/model.md section 10 gives the sources and the measurement.
 std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s);
+
+// Returns the most bytes the output phase's tensors hold at once over its steps (each step makes its
+// tensors, then frees those whose last step it is), in bytes.
+std::int64_t output_phase_peak(const std::vector<ledger_entry>& phase);
 
 // What the step peak adds to the saved activations, per micro-batch on one rank: the backward working set
 // of one layer under each recompute mode (without ZeRO's unsharded gradients, which depend on the

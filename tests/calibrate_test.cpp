@@ -59,6 +59,24 @@ TEST(Calibrate, OverheadsPinTheFixedTermAndSimRecordsCannot) {
   EXPECT_EQ(*with.fixed_overheads, 900 * mib);
 }
 
+// A calibration that leaves every record exactly on its fit has no band, and says why: as many records as
+// fitted terms (or an exact fit with more); a standard error or a residual gives one.
+TEST(Calibrate, NoSpreadSaysWhy) {
+  calibration c;
+  c.records.resize(2);
+  c.terms[1].fitted = c.terms[2].fitted = true;
+  EXPECT_EQ(no_spread_reason(c), "2 records fit 2 terms: no spread (give more records than terms)");
+  EXPECT_EQ(reserve_uncertainty(c, 1'000'000'000, 4096, 0), 0.0);
+  c.records.resize(3);
+  EXPECT_EQ(no_spread_reason(c), "every record is fitted exactly: no spread");
+  c.worst_residual = -1e8;
+  EXPECT_EQ(no_spread_reason(c), "");
+  c.worst_residual = 0;
+  c.terms[1].stderr_ = 0.01;
+  EXPECT_EQ(no_spread_reason(c), "");
+  EXPECT_GT(reserve_uncertainty(c, 1'000'000'000, 4096, 0), 0.0);
+}
+
 TEST(Calibrate, RefusesDegenerateInputs) {
   // One record for three observed terms.
   auto recs = planted_set(gib, 0.1, 10);

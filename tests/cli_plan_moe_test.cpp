@@ -1,5 +1,5 @@
 // cli_plan_moe_test.cpp: the plan document's per-layer ledgers for mixture-of-experts models
-// (headroom.plan/2.3, results/README.md): the dense layer's `ledger` stays, the MoE layer's comes beside it
+// (headroom.plan/2.4, results/README.md): the dense layer's `ledger` stays, the MoE layer's comes beside it
 // with each kind's layer count, and a stage's activations are the sum of both kinds. Expected figures are
 // derived by hand from the HF configs (tests/data/hf/SOURCES.md).
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@ TEST(PlanMoeJson, AllMoeModelCarriesTheMoeLedger) {
       run("plan --hf-config " + data + "/hf/qwen3-30b-a3b.json --gpus 16 --ep 16" + plan_moe_flags);
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema"], "headroom.plan/2.3");
+  EXPECT_EQ(j["schema"], "headroom.plan/2.4");
   EXPECT_EQ(j["layers_by_kind"]["dense"], 0);
   EXPECT_EQ(j["layers_by_kind"]["moe"], 48);
   ASSERT_TRUE(j["moe_ledger"].is_array());

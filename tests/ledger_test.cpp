@@ -132,8 +132,22 @@ TEST(Ledger, OutputPhaseAsEachLossHoldsIt) {
   // fp32 softmax (saved, becomes the gradient in place) + bf16 gradient; per token loss, mask, target.
   EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), tokens * v * (4 + 2) + tokens * (4 + 1 + 8));
   s.loss = loss_kind::unfused;
-  // bf16 logits, fp32 copy, log_softmax output, its gradient, the fp32 logits' gradient; per-token loss.
-  EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), tokens * v * (2 + 4 + 4 + 4 + 4) + tokens * 4);
+  // In forward the bf16 logits, their fp32 copy and log_softmax's output (10 bytes); in backward, the peak,
+  // log_softmax's saved output, its gradient and the input's gradient (+ the loss); then the bf16 cast.
+  const auto phase = output_phase_tensors(m, s);
+  // Before them the final norm's fp32 input and bf16 output and the output linear's bf16 input.
+  ASSERT_EQ(phase.size(), 10u);
+  EXPECT_EQ(phase.front().name, "output.norm.input.fp32");
+  EXPECT_EQ(phase.back().name, "output.logits.grad");
+  const std::int64_t h = 12288;
+  // The backward peak: log_softmax's saved output, its gradient and the input's gradient (+ the loss).
+  EXPECT_EQ(output_phase_peak(phase), tokens * v * (4 + 4 + 4) + tokens * 4 + tokens * h * (4 + 2 + 2));
+  // Under tp (loss_parallel's handlers): 16 bytes per local logit at the backward peak, the norm sequence-
+  // sharded, the output linear's input gathered whole.
+  s = {2048, 1, 4, true, 1, attention_kind::eager, 2, loss_kind::unfused};
+  const std::int64_t v4 = (50257 + 3) / 4;
+  EXPECT_EQ(output_phase_peak(output_phase_tensors(m, s)),
+            tokens * v4 * 16 + tokens * 4 + tokens / 4 * h * (4 + 2) + tokens * h * 2);
   // Vocab-parallel: each of 8 tp ranks holds ceil(V / 8) columns; cp divides the tokens.
   s = {2048, 2, 8, true, 2, attention_kind::eager, 2, loss_kind::fused};
   EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), 1024 * 2 * 6283LL * 6 + 1024 * 2 * 13LL);

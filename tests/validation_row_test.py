@@ -59,6 +59,34 @@ with tempfile.TemporaryDirectory() as d:
         check(open(pack).read() == before, f"{what}: pack untouched")
     check(sorted(os.listdir(d)) == ["pack.json"], f"no temporary file left: {os.listdir(d)}")
 
+    # Measured rows: a priced one reads back with its figure priced (the allocator emulation), a skipped one
+    # is listed with its reason; a skipped row with plan flags, or a measured row without its figure, is
+    # refused leaving the pack as it was.
+    def run_measured(row_id, published, extra, flags):
+        return subprocess.run([sys.executable, tool, headroom, "--pack", pack, "--id", row_id, "--kind",
+                               "measured_peak", "--citation", "a test", "--published", published, *extra,
+                               *(["--", *flags] if flags else [])], capture_output=True, text=True)
+    measured = '{"gib": 40.0, "figure": "reserved_peak", "how": "max_reserved", "gpu": "A100 80GB"}'
+    r = run_measured("measured", measured, ["--expresses", "published: 40; assumed: all", "--calibration",
+                                           "held_out"], ["--preset", "gpt3-1.3b", "--gpus", "8"])
+    check(r.returncode == 0, f"measured row: {r.stderr}")
+    r = run_measured("skipped", measured, ["--skipped", "not modelled: a setting"], None)
+    check(r.returncode == 0, f"skipped row: {r.stderr}")
+    rows = json.loads(open(pack).read())["rows"]
+    check(rows[-2]["calibration"] == "held_out" and "problem" in rows[-2], "measured row carries its case")
+    check(rows[-1]["skipped"] == "not modelled: a setting" and "problem" not in rows[-1], "skipped: no case")
+    v = subprocess.run([headroom, "validate", "--pack", pack], capture_output=True, text=True)
+    check("measured memory figures: 1 priced, 1 skipped" in v.stdout, f"validate: {v.stdout[-400:]}")
+    before = open(pack).read()
+    for row_id, published, extra, flags, what in [
+            ("x1", measured, ["--skipped", "why"], ["--preset", "gpt3-1.3b", "--gpus", "8"], "skipped with flags"),
+            ("x2", '{"gib": 40.0}', ["--expresses", "e"], ["--preset", "gpt3-1.3b", "--gpus", "8"], "no figure"),
+            ("x3", measured, ["--skipped", " "], None, "empty reason")]:
+        r = run_measured(row_id, published, extra, flags)
+        check(r.returncode == 1, f"{what}: exit {r.returncode}")
+        check(len(r.stderr.strip().splitlines()) == 1, f"{what}: one line, got {r.stderr!r}")
+        check(open(pack).read() == before, f"{what}: pack untouched")
+
 for f in failures:
     print("FAIL", f)
 print(f"validation_row_test: {len(failures)} failures")

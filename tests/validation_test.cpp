@@ -325,9 +325,10 @@ std::int64_t measured_torchtitan_ffn(std::int64_t dim, double multiplier, std::i
   return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
 }
 
-// The priced rows are torchtitan's benchmark tables exactly (benchmarks/llama3_h100_202412_torchtitan.md at
-// b5bcd76c: Table 2 and Table 4's "2D"), with the models of torchtitan/models/llama/__init__.py at 9dec370;
-// every other row of those tables is listed as skipped with why, with its published figure.
+// The rows of torchtitan's benchmark tables (benchmarks/llama3_h100_202412_torchtitan.md at b5bcd76c) are
+// those tables exactly (Tables 1-4 priced where expressible), with the models of
+// torchtitan/models/llama/__init__.py at 9dec370; every other row of those tables is listed as skipped with
+// why, with its published figure. No shipped row is marked for the calibration: the fit rule picks them.
 TEST(Validation, MeasuredPackIsTheTorchtitanTablesExactly) {
   const nlohmann::json pack = read_json_file(default_measured_pack());
   const auto rows = validation_rows(pack, "measured.json");
@@ -365,9 +366,10 @@ TEST(Validation, MeasuredPackIsTheTorchtitanTablesExactly) {
       EXPECT_NE(row.skipped.find("not "), std::string::npos) << row.id;
       continue;
     }
+    fit += row.fit_on;
+    if (row.citation.find("llama3_h100_202412_torchtitan.md") == std::string::npos) continue;
     ASSERT_LT(i, std::size(priced)) << row.id;
     const auto& x = priced[i++];
-    fit += row.fit_on;
     EXPECT_EQ(row.published["figure"], "reserved_peak") << row.id;  // torchtitan logs max_reserved
     EXPECT_DOUBLE_EQ(row.published["gib"].get<double>(), x.gib) << row.id;
     EXPECT_EQ(row.l.gpus, x.gpus) << row.id;
@@ -390,7 +392,7 @@ TEST(Validation, MeasuredPackIsTheTorchtitanTablesExactly) {
     EXPECT_EQ(row.p.model.ffn_hidden, measured_torchtitan_ffn(x.dim, x.multiplier, x.multiple_of)) << row.id;
   }
   EXPECT_EQ(i, std::size(priced));
-  EXPECT_EQ(fit, 2u);
+  EXPECT_EQ(fit, 0u);
   EXPECT_EQ(skipped_seen, skipped_tables);
   // Each priced row's case is exactly what the records carry.
   for (const auto& j : pack["rows"]) {
@@ -475,29 +477,44 @@ TEST(Validation, CalibrationFittedOnSomeRowsPredictsTheHeldOutOnes) {
   EXPECT_EQ(j["measured"]["rows"][4]["why"], "not modelled: a setting");
 }
 
-// The shipped measured pack prices its rows and fits its calibration on the two rows it marks.
+// The shipped measured pack: at least 30 priced rows; the calibration fitted on every fifth reserved or
+// device-used row (calibration_rows) and judged on the rest; torchtitan's reserved peaks through the
+// allocator emulation within the accuracy docs/validation.md reports (a guard against a term that moves them,
+// not a tuning target: the rows were entered before the emulation was compared with them).
 TEST(Validation, ShippedMeasuredPackIsPricedAndCalibrated) {
   const auto rows = validation_rows(read_json_file(default_measured_pack()), "measured.json");
   std::vector<validation_result> results;
   for (const auto& r : rows) results.push_back(evaluate(r));
   const measured_summary s = summarise_measured(rows, results);
-  EXPECT_EQ(s.priced, 9);  // Tables 2 and 4 (full AC), Tables 1 and 3 without Float8 (selective-op)
+  EXPECT_GE(s.priced, 30);
   EXPECT_EQ(s.skipped + s.priced, static_cast<int>(rows.size()));
   EXPECT_TRUE(s.calibrated) << s.calibration;
-  // Held out: the three Table 2 rows share the fit's case (full AC) and lie inside its domain; the four
-  // selective-op rows of Tables 1 and 3 lie outside it (another recompute mode, half the tokens), as
-  // `headroom plan --calibration` would warn, and are summarised apart.
-  EXPECT_EQ(s.calibrated_held_out.n, 3);
-  EXPECT_EQ(s.calibrated_outside_domain.n, 4);
-  for (const auto& r : results) {
+  int reserve_rows = 0;
+  error_stats torchtitan;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = results[i];
     if (r.skipped) continue;
-    EXPECT_TRUE(r.predicted_bytes > 0 && r.calibrated_bytes.has_value()) << r.id;
-    const bool op = r.id.find("selective AC") != std::string::npos;
-    EXPECT_EQ(!r.outside_domain.empty(), op) << r.id;
-    if (op) {
-      EXPECT_EQ(r.outside_domain[0], "recompute: planning for 'selective-op', fitted on 'full'") << r.id;
+    const std::string figure = rows[i].published.value("figure", "");
+    EXPECT_TRUE(r.predicted_bytes > 0) << r.id;
+    EXPECT_TRUE(r.emulated) << r.id;  // every shipped case replays through the allocator emulation
+    if (figure == "allocated_peak") {
+      EXPECT_FALSE(r.calibrated_bytes.has_value()) << r.id;  // no reserve in an allocated peak
+      EXPECT_FALSE(r.fit_on) << r.id;
+      continue;
+    }
+    EXPECT_TRUE(r.calibrated_bytes.has_value()) << r.id;
+    EXPECT_EQ(r.fit_on, ++reserve_rows % 5 == 0) << r.id;
+    if (rows[i].citation.find("llama3_h100_202412_torchtitan.md") != std::string::npos) {
+      ++torchtitan.n;
+      torchtitan.mean_abs += std::fabs(r.error);
+      torchtitan.worst = std::max(torchtitan.worst, std::fabs(r.error));
     }
   }
+  EXPECT_EQ(static_cast<int>(s.fitted_on.size()), reserve_rows / 5);
+  ASSERT_EQ(torchtitan.n, 9);
+  EXPECT_LT(torchtitan.mean_abs / torchtitan.n, 0.03);
+  EXPECT_LT(torchtitan.worst, 0.08);
+  EXPECT_EQ(s.coverage_rows, reserve_rows - reserve_rows / 5);
 }
 
 TEST(Validation, AMalformedMeasuredRowIsBadInputNamingIt) {
@@ -506,8 +523,8 @@ TEST(Validation, AMalformedMeasuredRowIsBadInputNamingIt) {
   bad["calibration"] = "maybe";
   EXPECT_NE(refusal(pack_of({bad})).find("calibration must be"), std::string::npos);
   bad = good;
-  bad["published"]["figure"] = "allocated_peak";
-  EXPECT_NE(refusal(pack_of({bad})).find("allocated_peak is not priced"), std::string::npos);
+  bad["published"]["figure"] = "allocated";
+  EXPECT_NE(refusal(pack_of({bad})).find("published.figure must be"), std::string::npos);
   bad = good;
   bad["published"].erase("gib");
   EXPECT_NE(refusal(pack_of({bad})).find("published.gib missing"), std::string::npos);

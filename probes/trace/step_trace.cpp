@@ -212,9 +212,18 @@ class schedule_walker {
     for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, layers_in(chunk) - 1 - u, phase::backward);
     if (m_last && chunk == m_v - 1) {
       const std::string name = "mb" + std::to_string(mb) + ".";
-      std::vector<std::int32_t> ids;
-      for (const auto& e : m_b.basis.output_phase) ids.push_back(m_tb.alloc(name, e, phase::output));
-      for (auto id : ids) m_tb.free(id, phase::output);
+      // The loss in its order (output_phase_tensors): each step makes its tensors, then frees those whose
+      // last step it is, as output_phase_peak counts them.
+      const auto& loss = m_b.basis.output_phase;
+      std::vector<std::int32_t> ids(loss.size(), -1);
+      int last = 0;
+      for (const auto& e : loss) last = std::max(last, e.freed);
+      for (int step = 0; step <= last; ++step) {
+        for (std::size_t i = 0; i < loss.size(); ++i)
+          if (loss[i].made == step) ids[i] = m_tb.alloc(name, loss[i], phase::output);
+        for (std::size_t i = 0; i < loss.size(); ++i)
+          if (loss[i].freed == step) m_tb.free(ids[i], phase::output);
+      }
     }
     for (std::int64_t j = layers_in(chunk) - 1; j >= 0; --j) {
       for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j - u, phase::backward);
