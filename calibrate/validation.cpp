@@ -63,6 +63,9 @@ void check_published(const validation_row& r) {
   if (r.kind == "measured_peak") {
     positive_figure(r, "gib", 1e6);
     const std::string f = r.published.value("figure", std::string());
+    if (const auto st = r.published.find("stage"); st != r.published.end() &&
+        !((st->is_string() && *st == "last") || (st->is_number_integer() && st->get<std::int64_t>() >= 0)))
+      throw row_error(r.id, "published.stage must be \"last\" or a stage index (the rank the figure was read on)");
     if (!measured_priced_figure(f))
       throw row_error(r.id, "published.figure must be reserved_peak, device_used or allocated_peak");
   }
@@ -204,41 +207,45 @@ double emulated_prediction(const validation_row& row, int stage, const std::stri
   return figure == "device_used" ? reserved + static_cast<double>(row.p.device.fixed_overheads) : reserved;
 }
 
+// Returns the pipeline stage a measured figure was read on: published.stage, "last" (Megatron logs its memory
+// from rank world_size - 1 alone, the last stage: megatron/training/global_vars.py's tensorboard writer) or an
+// index; -1 when not stated (the figure is the maximum over ranks: every stage is priced, the largest kept).
+int measured_stage(const validation_row& row, const breakdown& b) {
+  const auto it = row.published.find("stage");
+  if (it == row.published.end()) return -1;
+  const int stages = static_cast<int>(b.stages.size());
+  if (it->is_string() && *it == "last") return stages - 1;
+  if (it->is_number_integer() && it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() < stages)
+    return static_cast<int>(it->get<std::int64_t>());
+  throw row_error(row.id, "published.stage must be \"last\" or a stage index from 0 to " + std::to_string(stages - 1));
+}
+
 measured_priced_case measured_price(const validation_row& row, const breakdown& b) {
   measured_priced_case c;
   c.device = row.p.device;
   c.tokens = reserve_tokens(row.p, row.l);
   const std::string figure = row.published.value("figure", std::string());
-  for (std::size_t i = 0; i < b.stages.size(); ++i) {
+  const int only = measured_stage(row, b);
+  // Prices stage i; `emulate` false: by the planner alone.
+  auto price = [&](std::size_t i, bool emulate) {
     const stage_terms t = b.stages[i].terms();
     const double planned = measured_uncalibrated_prediction(figure, t, c.device, c.tokens);
-    double v = planned;
-    if (c.emulation_refused.empty()) {
-      try {
-        v = emulated_prediction(row, static_cast<int>(i), figure);
-      } catch (const bad_input& e) {
-        c.emulation_refused = e.what();
-      }
-    }
-    if (!c.emulation_refused.empty()) v = planned;
-    if (i == 0 || v > c.uncalibrated) {
+    const double v = emulate ? emulated_prediction(row, static_cast<int>(i), figure) : planned;
+    if (only >= 0 || i == 0 || v > c.uncalibrated) {
       c.uncalibrated = v;
       c.planner = planned;
       c.stage = static_cast<int>(i);
       c.terms = t;
     }
-  }
-  // A refusal part-way leaves earlier stages emulated: price every stage by the planner alone then.
-  if (!c.emulation_refused.empty()) {
-    for (std::size_t i = 0; i < b.stages.size(); ++i) {
-      const stage_terms t = b.stages[i].terms();
-      const double planned = measured_uncalibrated_prediction(figure, t, c.device, c.tokens);
-      if (i == 0 || planned > c.uncalibrated) {
-        c.uncalibrated = c.planner = planned;
-        c.stage = static_cast<int>(i);
-        c.terms = t;
-      }
-    }
+  };
+  const std::size_t from = only >= 0 ? static_cast<std::size_t>(only) : 0;
+  const std::size_t to = only >= 0 ? from + 1 : b.stages.size();
+  try {
+    for (std::size_t i = from; i < to; ++i) price(i, true);
+  } catch (const bad_input& e) {
+    // A case the trace cannot be built for: every stage by the planner alone, and why.
+    c.emulation_refused = e.what();
+    for (std::size_t i = from; i < to; ++i) price(i, false);
   }
   return c;
 }

@@ -124,7 +124,9 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
              : "every layer kept gathered from forward to backward");
   line("state", w.state);
   line("activations", w.activations,
-       std::to_string(w.layer_activations) + " layer activations, recompute " + to_string(l.recompute));
+       std::to_string(w.layer_activations) + " layer activations" +
+           (w.mtp_activations ? " + MTP modules " + gib_str(w.mtp_activations, 1) : std::string()) + ", recompute " +
+           to_string(l.recompute));
   line("state + activations", w.state + w.activations);
   if (p.device.reserve.fixed_only()) {
     line("reserve", w.reserve, p.device.reserve.source);

@@ -157,11 +157,24 @@ std::int64_t stage_transient(const problem& p, const param_counts& pc, const lay
 
 namespace {
 
+// Returns what the last stage's MTP modules keep per micro-batch under `r`, bytes: each a transformer layer
+// of the model's last layer's kind (Megatron builds it with that layer's spec, after the decoder's last layer
+// in the last model chunk) plus the module's own tensors (mtp_module_tensors); 0 without MTP.
+std::int64_t mtp_bytes_per_microbatch(const problem& p, const activation_sums& per_layer, const peak_sums& peaks,
+                                      recompute_mode r) {
+  const int n = p.model.moe.mtp_layers;
+  if (n <= 0) return 0;
+  if (full_every(r) > 0) r = recompute_mode::full;  // one module, not a chunk of N layers: the rule of full
+  const bool moe = p.model.is_moe_layer(p.model.layers - 1);
+  return saturating_mul(n, saturating_add(moe ? peaks.moe_layer.of(r) : per_layer.of(r), peaks.mtp_module.of(r)));
+}
+
 // Sets the layer activations of stage s.stage under interleaving with chunks of different layer kinds or
 // sizes: each chunk weighted by its copies at the moment the stage holds the most (schedule.hpp
 // peak_chunk_copies), not the stage's average.
 void interleaved_activations(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                             const peak_sums& peaks, const layout& l, std::int64_t M, stage_breakdown& s) {
+                             const peak_sums& peaks, const layout& l, std::int64_t M, std::int64_t mtp,
+                             stage_breakdown& s) {
   const auto v = static_cast<std::size_t>(l.vpp);
   std::vector<std::int64_t> layers(v), moe(v), bytes(v);
   for (std::size_t c = 0; c < v; ++c) {
@@ -171,6 +184,7 @@ void interleaved_activations(const problem& p, const param_counts& pc, const act
     bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], per_layer.of(l.recompute)),
                               saturating_mul(moe[c], peaks.moe_layer.of(l.recompute)));
   }
+  bytes[v - 1] = saturating_add(bytes[v - 1], mtp);  // the MTP modules run after the last chunk's layers
   const auto copies = peak_chunk_copies(l, s.stage, M, bytes);
   s.activations = s.layer_activations = s.moe_layer_activations = 0;
   for (std::size_t c = 0; c < v; ++c) {
@@ -178,6 +192,7 @@ void interleaved_activations(const problem& p, const param_counts& pc, const act
     s.moe_layer_activations += copies[c] * moe[c];
     s.activations = saturating_add(s.activations, saturating_mul(copies[c], bytes[c]));
   }
+  s.mtp_activations = saturating_mul(copies[v - 1], mtp);
 }
 
 }  // namespace
@@ -233,13 +248,16 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
   const std::int64_t M = microbatches_per_step(p, l);
   s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
-  if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l))) {
-    interleaved_activations(p, pc, per_layer, peaks, l, M, s);
+  const std::int64_t mtp = last ? mtp_bytes_per_microbatch(p, per_layer, peaks, l.recompute) : 0;
+  if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l) || mtp > 0)) {
+    interleaved_activations(p, pc, per_layer, peaks, l, M, mtp, s);
   } else {
-    // Here every chunk holds the same layers and, with vpp > 1, no MoE layer.
+    // Here every chunk holds the same layers and, with vpp > 1, no MoE layer and no MTP module.
     s.moe_layer_activations = l.vpp > 1 ? 0 : chunks_in_flight(l, stage, M) * s.moe_layers;
     s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp,
                                             per_layer, peaks, l.recompute);
+    s.mtp_activations = saturating_mul(chunks_in_flight(l, stage, M), mtp);
+    s.activations = saturating_add(s.activations, s.mtp_activations);
   }
   if (first && peaks.first_stage) {
     s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
@@ -315,6 +333,7 @@ breakdown estimate(const problem& p, const layout& l) {
   }
   r.basis.output_phase = output_phase_tensors(p.model, shape);
   r.basis.first_stage = first_stage_tensors(p.model, shape);
+  r.basis.mtp_module = mtp_module_tensors(p.model, shape);
   r.basis.peaks = sum_peaks(p.model, shape);
   for (int k = 0; k < l.pp; ++k) {
     r.stages.push_back(evaluate_stage(p, r.basis.params, r.basis.per_layer, r.basis.peaks, l, k));

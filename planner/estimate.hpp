@@ -37,7 +37,8 @@ struct stage_breakdown {
   std::int64_t moe_layer_activations = 0;  // of those, MoE layers' (the rest are dense layers')
   std::int64_t embedding_activations =
       0;                             // first stage: the embedding dropout masks of micro-batches in flight
-  std::int64_t activations = 0;      // layer activations + embedding activations
+  std::int64_t mtp_activations = 0;  // last stage: its MTP modules' per micro-batch in flight (in activations)
+  std::int64_t activations = 0;      // layer activations + embedding activations + MTP activations
   std::int64_t logits = 0;           // one fp32 logits copy on the last stage; in the reserve, not added
   std::int64_t working_set = 0;      // one layer's backward working set (ledger.hpp)
   std::int64_t output_phase = 0;     // last stage: the loss's tensors (output_phase_tensors)
@@ -70,6 +71,7 @@ struct plan_basis {
   std::vector<ledger_entry> working_set;   // one layer's backward working set (backward_working_set)
   std::vector<ledger_entry> output_phase;  // the last stage's output-layer tensors
   std::vector<ledger_entry> first_stage;   // the first stage's per-micro-batch tensors beyond its layers
+  std::vector<ledger_entry> mtp_module;    // one MTP module's tensors beyond its layer (mtp_module_tensors)
   std::int64_t microbatches = 1;           // per step: ceil(global batch / (micro-batch x dp))
 };
 

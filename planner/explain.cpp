@@ -199,7 +199,7 @@ void explain_moe_activations(std::ostream& o, const problem& p, const breakdown&
   }
   const auto alive = explain_alive_by_kind(w);
   const std::int64_t a = b.basis.per_layer.of(l.recompute), m = moe_sums.of(l.recompute);
-  const std::int64_t sum = alive.dense * a + alive.moe * m + w.embedding_activations;
+  const std::int64_t sum = alive.dense * a + alive.moe * m + w.embedding_activations + w.mtp_activations;
   o << "  stage " << w.stage << " holds " << w.layers << " layers (" << dense_layers << " dense, " << w.moe_layers
     << " MoE)";
   if (l.pp > 1)
@@ -208,6 +208,9 @@ void explain_moe_activations(std::ostream& o, const problem& p, const breakdown&
       << alive.dense << " dense, " << alive.moe << " MoE)";
   o << ": " << explain_kinds_sum(b, w);
   if (w.embedding_activations) o << " + embedding " << gib_str(w.embedding_activations, 3);
+  if (w.mtp_activations)
+    o << " + MTP modules " << gib_str(w.mtp_activations, 3)
+      << " (each a layer of the last layer's kind, its norms' and eh_proj's inputs, and its output layer's input)";
   o << " = " << gib_str(sum) << " GiB";
   if (sum != w.activations) o << " (the stage's figure is " << gib_str(w.activations) << " GiB)";
   o << "\n";
@@ -347,6 +350,7 @@ void explain_other_stages(std::ostream& o, const breakdown& b) {
     else
       o << " * " << gib_str(per_layer, 3) << " GiB";
     if (s.embedding_activations) o << " + embedding " << gib_str(s.embedding_activations, 2) << " GiB";
+    if (s.mtp_activations) o << " + MTP modules " << gib_str(s.mtp_activations, 2) << " GiB";
     o << " = " << gib_str(s.activations) << " GiB\n";
     o << "    total = " << gib_str(s.state) << " + " << gib_str(s.activations) << " + reserve "
       << gib_str(s.reserve) << " = " << gib_str(s.total) << " GiB; step peak + fixed overheads = "

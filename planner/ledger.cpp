@@ -387,6 +387,16 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
     token("output.loss", 4, 0, 0);
     token("output.target_mask", 1, 0, 0);
     token("output.masked_target", 8, 0, 0);
+    // Each MTP module's loss (process_mtp_loss, multi_token_prediction.py @ d98e8a64) runs the same fused
+    // cross-entropy in forward, before the main loss: its softmax is saved until its backward, after the main
+    // loss's, so every one is alive at the main loss's peak.
+    for (int k = 0; k < m.moe.mtp_layers; ++k) {
+      const std::string mtp = "output.mtp" + std::to_string(k) + ".";
+      logit(mtp + "softmax", 4, 0, 0);
+      token(mtp + "loss", 4, 0, 0);
+      token(mtp + "target_mask", 1, 0, 0);
+      token(mtp + "masked_target", 8, 0, 0);
+    }
   } else {
     // torchtitan's final norm and output layer (pytorch/torchtitan@9dec370 models/norms.py RMSNorm,
     // parallelize_llama.py l.129-143): the norm saves its fp32 upcast input and its bf16 output (sequence-
@@ -404,6 +414,11 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
     hidden("output.norm.input.fp32", 4, sp_tokens, sp_formula);
     hidden("output.norm.output", act, sp_tokens, sp_formula);
     hidden("output.linear.input", act, tokens, "s*b");
+    // An MTP module's loss, made before the main one, keeps its saved log_softmax until its backward.
+    for (int k = 0; k < m.moe.mtp_layers; ++k) {
+      logit("output.mtp" + std::to_string(k) + ".log_softmax", 4, 0, 9);
+      token("output.mtp" + std::to_string(k) + ".loss", 4, 0, 9);
+    }
     if (s.tp == 1) {
       // F.cross_entropy(pred.flatten(0, 1).float(), labels), then `del pred` before loss.backward()
       // (pytorch/torchtitan@9dec370 train.py l.130-134, l.303-308): forward makes the bf16 logits (step 0),
@@ -475,7 +490,34 @@ peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
   if (m.moe.enabled()) p.moe_layer = sum_ledger(layer_ledger(m, s, true), s.recompute_modules);
   p.output_phase = output_phase_peak(output_phase_tensors(m, s));
   p.first_stage = total_bytes(first_stage_tensors(m, s));
+  p.mtp_module = sum_ledger(mtp_module_tensors(m, s), s.recompute_modules);
   return p;
+}
+
+std::vector<ledger_entry> mtp_module_tensors(const model_spec& m, const ledger_shape& s) {
+  std::vector<ledger_entry> out;
+  if (m.moe.mtp_layers <= 0) return out;
+  const std::int64_t s_local = s.seq / s.cp, rows = s.sp ? s_local / s.tp : s_local;
+  const std::string tdiv = std::string(s.sp ? "/t" : "") + (s.cp > 1 ? "/cp" : "");
+  auto add = [&](const char* name, std::int64_t width, std::int64_t dtype, act_role role) {
+    ledger_entry e{name,
+                   std::to_string(dtype) + "*s*b" + (width == 1 ? "" : width == m.hidden ? "*h" : "*2h") + tdiv,
+                   width == 1 ? std::vector<std::int64_t>{rows, s.micro_batch}
+                              : std::vector<std::int64_t>{rows, s.micro_batch, width},
+                   dtype,
+                   product({rows, s.micro_batch, width}, dtype),
+                   role};
+    e.op_saved = true;  // no per-op policy runs an MTP module: kept
+    out.push_back(std::move(e));
+  };
+  const std::int64_t a = s.activation_bytes, h = m.hidden;
+  add("mtp.enorm.input", h, a, act_role::layer_input);
+  add("mtp.hnorm.input", h, a, act_role::layer_input);
+  add("mtp.norm.stats", 1, 4 * 3, act_role::saved);  // enorm, hnorm, final norm: one fp32 value per row each
+  add("mtp.eh_proj.input", 2 * h, a, act_role::saved);
+  add("mtp.final_norm.input", h, a, act_role::saved);
+  add("mtp.output.input", h, a, act_role::layer_input);
+  return out;
 }
 
 std::vector<ledger_entry> first_stage_tensors(const model_spec& m, const ledger_shape& s) {

@@ -173,6 +173,7 @@ struct peak_sums {
   std::array<std::int64_t, recompute_mode_count> working_set{};  // indexed by recompute_mode
   std::int64_t output_phase = 0;
   std::int64_t first_stage = 0;  // first_stage_tensors, per micro-batch in flight
+  activation_sums mtp_module;    // mtp_module_tensors, one MTP module's beyond its transformer layer
   // A MoE model's MoE layers (all zero for a dense model): what one keeps per micro-batch under each
   // recompute mode, and its backward working set (dispatch buffers included) under each.
   activation_sums moe_layer;
@@ -193,6 +194,16 @@ peak_sums sum_peaks(const model_spec& m, const ledger_shape& s);
 // section 4.3: sbhp/t on the first stage with p micro-batches in flight). Kept under every recompute mode:
 // recomputation covers the transformer layers, not the embedding.
 std::vector<ledger_entry> first_stage_tensors(const model_spec& m, const ledger_shape& s);
+
+// Returns what one multi-token-prediction module keeps per micro-batch besides its transformer layer (a layer
+// of the model's last layer's kind, priced from that layer's ledger), from Megatron-LM's
+// MultiTokenPredictionLayer (megatron/core/transformer/multi_token_prediction.py @ d98e8a64,
+// _concat_embeddings, _postprocess, process_mtp_loss): the inputs of enorm (the shifted tokens' embedding) and
+// hnorm (the decoder's output), eh_proj's input (their concatenation, 2h wide), the final norm's input and
+// the output layer's input for the module's logits, each s*b*h wide (/t with sequence parallelism), and the
+// norms' fp32 statistics. Full recomputation (the module's checkpointed forward) keeps only the two inputs
+// and the output layer's (outside the checkpoint). Empty without MTP layers.
+std::vector<ledger_entry> mtp_module_tensors(const model_spec& m, const ledger_shape& s);
 
 // Returns the sum of the entries' bytes.
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries);

@@ -187,7 +187,8 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
       const std::int64_t M = microbatches_per_step(p, l);
       if (!batch_splits(p, l) || !schedule_runs(l, M)) continue;  // schedule_error()'s rules
       // An explicit split or a MoE model (stages of different layer kinds): every stage, the slow path.
-      const bool exact = !middle_stages_dominated(p, l) || p.model.moe.enabled() || uneven_chunks(p, l);
+      const bool exact = !middle_stages_dominated(p, l) || p.model.moe.enabled() || uneven_chunks(p, l) ||
+                         p.model.moe.mtp_layers > 0;
       // The pieces that depend on neither the state nor the activation level, for the first and the last
       // stage.
       struct stage_piece {

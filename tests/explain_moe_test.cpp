@@ -118,10 +118,13 @@ TEST(ExplainMoe, DeepSeekStageHoldsBothKinds) {
       explain_moe_stage_line(t),
       "stage 0 holds 16 layers (3 dense, 13 MoE) and, in 1F1B with 6 micro-batches per step, keeps 64 layer "
       "activations alive (12 dense, 52 MoE): 12 * 0.055 + 52 * 0.055 = 3.5 GiB");
-  // Section (d), the last stage: 15 MoE layers, one micro-batch in flight: 15 x 2 * 4096 * 7168 = 0.82 GiB.
-  EXPECT_EQ(b.stages[3].activations, 15LL * 2 * 4096 * 7168);
-  EXPECT_TRUE(
-      explain_moe_has(t, "activations = 15 layer activations (0 dense, 15 MoE: 15 * 0.055) = 0.8 GiB"))
+  // Section (d), the last stage: 15 MoE layers, one micro-batch in flight: 15 x 2 * 4096 * 7168 = 0.82 GiB,
+  // and the MTP module under full recomputation: its layer's input, enorm's and hnorm's inputs and its output
+  // layer's input, 4 x 2 * 4096 * 7168 = 0.22 GiB (docs/model.md, "The MTP modules' activations").
+  EXPECT_EQ(b.stages[3].mtp_activations, 4LL * 2 * 4096 * 7168);
+  EXPECT_EQ(b.stages[3].activations, (15LL + 4) * 2 * 4096 * 7168);
+  EXPECT_TRUE(explain_moe_has(
+      t, "activations = 15 layer activations (0 dense, 15 MoE: 15 * 0.055) + MTP modules 0.22 GiB = 1.0 GiB"))
       << t;
 }
 

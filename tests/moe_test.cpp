@@ -172,6 +172,40 @@ TEST(Moe, DeepSeekV3StagesPlaceDenseLayersFirstAndMtpLast) {
   for (const auto& s : b.stages) EXPECT_LE(s.decisive_total(), b.worst_stage().decisive_total());
 }
 
+// The MTP module on the last stage (Megatron's MultiTokenPredictionLayer @ d98e8a64): per micro-batch in
+// flight, one MoE layer of the last layer's kind plus its own tensors, by hand: enorm and hnorm inputs, the
+// final norm's and the output layer's inputs (2sbh each), eh_proj's input (2 x 2sbh) and three fp32 norm
+// statistics (12sb); under full recomputation the two inputs and the output layer's. Its loss keeps one more
+// fp32 softmax (4 bytes per logit) and its per-token terms beside the main loss.
+TEST(Moe, MtpModuleOnTheLastStageByHand) {
+  auto p = preset_problem("deepseek-v3");
+  p.precision = load_recipe("megatron-distopt");
+  p.training.seq = 4096;
+  p.training.global_batch = 8192;
+  p.training.attention = attention_kind::flash;
+  const ledger_shape s = deepseek_shape();
+  const std::int64_t sbh = 4096LL * 1 * 7168, sb = 4096;
+  const auto mtp = sum_ledger(mtp_module_tensors(p.model, s));
+  EXPECT_EQ(mtp.none, 2 * sbh * (1 + 1 + 2 + 1 + 1) + 12 * sb);
+  EXPECT_EQ(mtp.full, 2 * sbh * 3);
+  const auto phase = output_phase_tensors(p.model, s);
+  const std::int64_t v = 129280;
+  EXPECT_EQ(output_phase_peak(phase), sb * v * (4 + 2) + sb * 13 + sb * v * 4 + sb * 13);
+  layout l;
+  l.gpus = 1024;
+  l.pp = 16;
+  l.ep = 64;
+  l.zero = 1;
+  l.recompute = recompute_mode::none;
+  const auto b = estimate(p, l);
+  const auto& last = b.stages[15];
+  const auto per_moe_layer = sum_peaks(p.model, shape_of(p, l)).moe_layer.none;
+  // 1F1B: one micro-batch in flight on the last stage; its three MoE layers and the MTP module.
+  EXPECT_EQ(last.mtp_activations, per_moe_layer + sum_ledger(mtp_module_tensors(p.model, shape_of(p, l))).none);
+  EXPECT_EQ(last.activations, 3 * per_moe_layer + last.mtp_activations);
+  EXPECT_EQ(b.stages[14].mtp_activations, 0);
+}
+
 TEST(Moe, LayoutRulesRefuseWhatMegatronRefuses) {
   auto dense = preset_problem("llama3-8b");
   layout l;

@@ -523,6 +523,16 @@ TEST(Validation, AMalformedMeasuredRowIsBadInputNamingIt) {
   bad["calibration"] = "maybe";
   EXPECT_NE(refusal(pack_of({bad})).find("calibration must be"), std::string::npos);
   bad = good;
+  bad["published"]["stage"] = "first";
+  EXPECT_NE(refusal(pack_of({bad})).find("published.stage must be"), std::string::npos);
+  bad = good;
+  bad["published"]["stage"] = 3;  // an 8-GPU data-parallel case has one stage
+  EXPECT_NE(refusal(pack_of({bad})).find("a stage index from 0 to 0"), std::string::npos);
+  bad = good;
+  bad["published"]["figure"] = "allocated_peak";
+  bad["calibration"] = "fit";
+  EXPECT_NE(refusal(pack_of({bad})).find("an allocated peak holds no reserve"), std::string::npos);
+  bad = good;
   bad["published"]["figure"] = "allocated";
   EXPECT_NE(refusal(pack_of({bad})).find("published.figure must be"), std::string::npos);
   bad = good;

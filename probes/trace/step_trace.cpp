@@ -115,6 +115,7 @@ class schedule_walker {
                    std::vector<std::vector<std::int32_t>>(static_cast<std::size_t>(m_layers)));
     m_gathered.assign(static_cast<std::size_t>(m_layers), -1);
     m_embedded.resize(static_cast<std::size_t>(m_m));
+    m_mtp_saved.resize(static_cast<std::size_t>(m_m));
   }
 
   // Runs the stage's forwards and backwards for the traced micro-batches.
@@ -192,7 +193,39 @@ class schedule_walker {
       for (auto id : dropped) m_tb.free(id, phase::forward);
       release(j, phase::forward);
     }
+    if (m_last && chunk == m_v - 1) mtp_forward(mb);
     if (prefetched >= 0) m_tb.free(prefetched, phase::forward);
+  }
+
+  // The MTP modules after the decoder's last layer (Megatron's MultiTokenPredictionBlock, on the last stage):
+  // each a layer of the last layer's kind and the module's own tensors (mtp_module_tensors), kept by the
+  // recompute mode's rule as the planner counts them (estimate.cpp mtp_bytes_per_microbatch).
+  const layer_kind& mtp_kind() const { return m_p.model.is_moe_layer(m_p.model.layers - 1) ? m_moe : m_dense; }
+  void mtp_forward(std::int64_t mb) {
+    for (int k = 0; k < m_p.model.moe.mtp_layers; ++k) {
+      const std::string name = "mb" + std::to_string(mb) + ".mtp" + std::to_string(k) + ".";
+      std::vector<std::int32_t> dropped;
+      for (const auto* entries : {mtp_kind().ledger, &m_b.basis.mtp_module})
+        for (const auto& e : *entries) {
+          const auto id = m_tb.alloc(name, e, phase::forward);
+          (kept_for_backward(e, m_l.recompute, m_p.training.recompute_modules) ? m_mtp_saved[static_cast<std::size_t>(mb)]
+                                                                                : dropped)
+              .push_back(id);
+        }
+      for (auto id : dropped) m_tb.free(id, phase::forward);
+    }
+  }
+  // Their backward, after the loss and before the decoder's layers: a working set each, then their tensors.
+  void mtp_backward(std::int64_t mb) {
+    auto& kept = m_mtp_saved[static_cast<std::size_t>(mb)];
+    for (int k = 0; k < m_p.model.moe.mtp_layers; ++k) {
+      const std::string name = "mb" + std::to_string(mb) + ".mtp" + std::to_string(k) + ".";
+      std::vector<std::int32_t> ids;
+      for (const auto& e : mtp_kind().working_set) ids.push_back(m_tb.alloc(name, e, phase::backward));
+      for (auto id : ids) m_tb.free(id, phase::backward);
+    }
+    for (auto id : kept) m_tb.free(id, phase::backward);
+    kept.clear();
   }
 
   // The loss after the model's last chunk; then each layer's working set, allocated and freed, and the
@@ -224,6 +257,7 @@ class schedule_walker {
         for (std::size_t i = 0; i < loss.size(); ++i)
           if (loss[i].freed == step) m_tb.free(ids[i], phase::output);
       }
+      mtp_backward(mb);
     }
     for (std::int64_t j = layers_in(chunk) - 1; j >= 0; --j) {
       for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, j - u, phase::backward);
@@ -262,6 +296,7 @@ class schedule_walker {
   std::vector<std::vector<std::vector<std::int32_t>>> m_saved;  // per (micro-batch, chunk), per layer
   std::vector<std::int32_t> m_gathered;                         // ZeRO-3 gathers alive, per layer; -1: none
   std::vector<std::vector<std::int32_t>> m_embedded;            // per micro-batch
+  std::vector<std::vector<std::int32_t>> m_mtp_saved;           // per micro-batch: the MTP modules' kept tensors
 };
 
 // Persistent state: the rank's shard of every recipe buffer that lives on the GPU. A MoE model's buffer is
