@@ -10,6 +10,7 @@
 #include "planner/imports/megatron_args.hpp"
 #include "planner/imports/torchtitan_config.hpp"
 #include "planner/model_files.hpp"
+#include "planner/recipe.hpp"
 
 namespace headroom::cli {
 
@@ -32,7 +33,8 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, "--cp", o.cp, imp.cp);
   take(o, "--vpp", o.vpp, imp.vpp);
   take(o, "--ep", o.ep, imp.ep);
-  if (imp.ep.value_or(1) > 1) take(o, "--etp", o.etp, imp.etp);  // without experts a default etp means nothing
+  if (imp.ep.value_or(1) > 1)
+    take(o, "--etp", o.etp, imp.etp);  // without experts a default etp means nothing
   take(o, "--zero", o.zero, imp.zero);
   take(o, "--dp-replicate", o.dp_replicate, imp.dp_replicate);
   take(o, "--sequence-parallel", o.sequence_parallel, imp.sequence_parallel);
@@ -65,7 +67,8 @@ void merge(plan_options& o, const launch_import& imp) {
     o.recompute_modules = imp.recompute_modules;
     o.imported.emplace_back("--recompute-modules");
   }
-  if (imp.split && !given(o, "--pp-layout") && !given(o, "--first-stage-layers") && !given(o, "--last-stage-layers")) {
+  if (imp.split && !given(o, "--pp-layout") && !given(o, "--first-stage-layers") &&
+      !given(o, "--last-stage-layers")) {
     o.pp_layout = imp.split->layers;
     // A Megatron layout string gives pp x vpp virtual stages (stage v is chunk v / pp of rank v % pp), kept
     // per virtual stage (chunks may differ in size: schedule.hpp uneven_chunks) and interleaved over the pp
@@ -87,6 +90,10 @@ void merge(plan_options& o, const launch_import& imp) {
     o.loss_as_layer = imp.split->loss_as_layer;
     o.imported.emplace_back("--pp-layout");
   }
+  if (imp.alloc_conf && o.alloc_conf.empty()) {
+    o.alloc_conf = *imp.alloc_conf;
+    o.alloc_conf_from = imp.origin;
+  }
   if (imp.reduce_bucket) o.reduce_bucket = *imp.reduce_bucket;
   if (imp.zero3_prefetch_bucket) o.prefetch_bucket = *imp.zero3_prefetch_bucket;
   // The world size: stated, or dp x tp x pp x cp when the launch states dp.
@@ -101,7 +108,75 @@ void merge(plan_options& o, const launch_import& imp) {
   }
 }
 
+// Returns the model the command line names (--preset, --model, --hf-config), else the one the first import
+// states, else nullopt (the CLI refuses a plan without a model later).
+std::optional<model_spec> named_model(const plan_options& o, const std::vector<launch_import>& imports) {
+  if (!o.preset.empty()) return load_preset(o.preset, preset_dir());
+  if (!o.model_file.empty()) return load_model_file(o.model_file);
+  if (!o.hf_config.empty()) return load_hf_config(o.hf_config);
+  if (o.inline_model) return o.inline_model;
+  for (const auto& imp : imports)
+    if (imp.model) return imp.model;
+  return std::nullopt;
+}
+
+// torchtitan's per-op policy (selective_ac_option "op") is priced only where the ledger derives what it saves
+// (planner/layout.cpp, layout_error): a launch asking for it elsewhere is refused here with the ways out, or,
+// under --allow-unmodelled, priced as no recomputation, an upper bound (the policy keeps a subset of it).
+void check_op_policy(const plan_options& o, const std::optional<model_spec>& m, launch_import& imp) {
+  if (imp.recompute != recompute_mode::selective_op || given(o, "--recompute") || !m) return;
+  const std::string attention = given(o, "--attention") ? o.attention
+                                : imp.attention         ? std::string(to_string(*imp.attention))
+                                                        : o.attention;
+  const std::string recipe = given(o, "--recipe") ? o.recipe : imp.recipe.value_or(o.recipe);
+  const char* why = m->mla.enabled()                      ? "multi-latent attention"
+                    : attention != "flash"                ? "eager attention"
+                    : load_recipe(recipe).trains_in_fp8() ? "FP8 linear layers"
+                                                          : nullptr;
+  if (!why) return;
+  const std::string what =
+      "activation_checkpoint.selective_ac_option: \"op\" is not modelled for " + std::string(why);
+  if (!o.allow_unmodelled)
+    throw bad_input(imp.origin, what +
+                                    ": --recompute full|selective|none, --torchtitan-override "
+                                    "activation_checkpoint.mode=full, or --allow-unmodelled");
+  imp.recompute = recompute_mode::none;
+  imp.unmodelled.push_back(what +
+                           " (torchtitan's per-op policy); priced as none, an upper bound (the policy keeps "
+                           "a subset of its tensors)");
+}
+
+// Megatron builds layers / pp per stage and refuses a remainder when no split is stated (arguments.py @
+// d98e8a64 l.985-998; transformer_block.py l.147-159): checked against the pp this plan uses, the launch's
+// or --pp, so a split Megatron would not run is never planned (as 16/15/15/15 for 61 layers on pp 4).
+void check_even_split(const plan_options& o, const std::optional<model_spec>& m, const launch_import& imp) {
+  if (!imp.needs_even_split || !m || o.pp <= 1 || !o.pp_layout.empty() || o.first_stage_layers > 0 ||
+      o.last_stage_layers > 0)
+    return;
+  const std::int64_t layers = m->layers + int{o.embedding_as_layer} + int{o.loss_as_layer};
+  if (layers % o.pp == 0) return;
+  throw bad_input(imp.origin,
+                  "--num-layers: " + std::to_string(m->layers) + " layers" +
+                      (layers != m->layers ? " (+ embedding, loss)" : "") + " do not divide over pp " +
+                      std::to_string(o.pp) +
+                      ", as Megatron requires (arguments.py l.985-998): add "
+                      "--decoder-first/last-pipeline-num-layers N (a YAML: --megatron-var PP_FIRST=N "
+                      "PP_LAST=N) or --first-stage-layers N");
+}
+
 }  // namespace
+
+probes::caching_options imported_allocator(const plan_options& o) {
+  probes::caching_options c;
+  // PYTORCH_CUDA_ALLOC_CONF is "key:value" pairs, comma-separated (c10/cuda/CUDAAllocatorConfig.cpp).
+  for (std::size_t from = 0; from < o.alloc_conf.size();) {
+    const std::size_t end = std::min(o.alloc_conf.find(',', from), o.alloc_conf.size());
+    const std::string item = o.alloc_conf.substr(from, end - from);
+    if (item == "expandable_segments:True") c.expandable_segments = true;
+    from = end + 1;
+  }
+  return c;
+}
 
 std::vector<launch_import> apply_imports(plan_options& o) {
   std::vector<launch_import> imports;
@@ -115,12 +190,11 @@ std::vector<launch_import> apply_imports(plan_options& o) {
   if (!env.empty() && o.megatron_args.empty()) throw bad_input("megatron-var", "applies to --megatron-args");
   if (!o.megatron_args.empty()) imports.push_back(load_megatron_args(o.megatron_args, env));
   // DeepSpeed's "auto" values need the hidden size: from the model the command line names.
+  const bool launches = !imports.empty() || !o.deepspeed_config.empty() || !o.torchtitan_config.empty();
+  const std::optional<model_spec> model = launches ? named_model(o, imports) : std::nullopt;
   if (!o.deepspeed_config.empty() || !o.torchtitan_config.empty()) {
     std::optional<std::int64_t> hidden;
-    if (!o.preset.empty()) hidden = load_preset(o.preset, preset_dir()).hidden;
-    else if (!o.model_file.empty()) hidden = load_model_file(o.model_file).hidden;
-    else if (!o.hf_config.empty()) hidden = load_hf_config(o.hf_config).hidden;
-    else if (!imports.empty() && imports.front().model) hidden = imports.front().model->hidden;
+    if (model) hidden = model->hidden;
     const std::optional<int> world = given(o, "--gpus") ? o.gpus : std::nullopt;
     hf_trainer_args trainer;  // what fills DeepSpeed's batch "auto" values, as the HF Trainer would
     if (given(o, "--micro-batch")) trainer.per_device_train_batch_size = o.micro_batch;
@@ -133,16 +207,19 @@ std::vector<launch_import> apply_imports(plan_options& o) {
   } else if (!o.torchtitan_overrides.empty()) {
     throw bad_input("torchtitan-override", "applies to --torchtitan-config");
   }
-  for (const auto& imp : imports) {
+  for (auto& imp : imports) {
+    check_op_policy(o, model, imp);
     // Every unmodelled key by name on the one line (planner/imports/launch.cpp); the reasons are in --explain
     // and in plan --json's "not_modelled".
     if (!imp.unmodelled.empty() && !o.allow_unmodelled) throw bad_input(imp.origin, unmodelled_refusal(imp));
     const bool fp8_recipe = imp.recipe && load_recipe(*imp.recipe).trains_in_fp8();
     if (imp.fp8 && !fp8_recipe && !o.allow_unmodelled)
-      throw bad_input(imp.origin, "asks for FP8 training (" + *imp.fp8 +
-                                      "), which this version does not model: --allow-unmodelled plans it as bf16");
+      throw bad_input(imp.origin,
+                      "asks for FP8 training (" + *imp.fp8 +
+                          "), which this version does not model: --allow-unmodelled plans it as bf16");
     merge(o, imp);
   }
+  for (const auto& imp : imports) check_even_split(o, model, imp);
   return imports;
 }
 
@@ -156,7 +233,8 @@ std::string explain_imports(const std::vector<launch_import>& imports) {
       for (const auto& u : imp.unused) out << " " << u;
       out << "\n";
     }
-    for (const auto& u : imp.unmodelled) out << "  NOT MODELLED (allowed by --allow-unmodelled): " << u << "\n";
+    for (const auto& u : imp.unmodelled)
+      out << "  NOT MODELLED (allowed by --allow-unmodelled): " << u << "\n";
   }
   return out.str();
 }

@@ -8,6 +8,7 @@
 
 #include "plan_command.hpp"
 #include "planner/imports/launch.hpp"
+#include "probes/allocators/caching_allocator.hpp"
 
 namespace headroom::cli {
 
@@ -16,6 +17,10 @@ namespace headroom::cli {
 // bad_input: an importer's own error, a value that contradicts an explicit flag or another import, or an
 // unmodelled key without --allow-unmodelled.
 std::vector<launch_import> apply_imports(plan_options& o);
+
+// Returns the caching-allocator settings of the PYTORCH_CUDA_ALLOC_CONF an import set (o.alloc_conf; the
+// defaults when none did): the plan's allocator emulation runs under them.
+probes::caching_options imported_allocator(const plan_options& o);
 
 // Returns the text --explain prints for `imports`: every value derived or defaulted with its rule, the keys
 // read and not used, and the unmodelled keys allowed through.

@@ -55,6 +55,10 @@ std::string assumption_lines(const problem& p, const plan_options& o) {
   s += "  loss        " + std::string(loss) + "\n";
   s += "  sequence    " + sequence_phrase(p, o) + "\n";
   s += "  reserve     " + reserve + "\n";
+  if (!o.alloc_conf.empty())  // an imported launch's environment (ModelZoo's ENV_VARS)
+    s += "  allocator   PYTORCH_CUDA_ALLOC_CONF=" + printable(o.alloc_conf, 80) + ", from " +
+         printable(o.alloc_conf_from, 80) +
+         " (the allocator emulation runs under it; the analytic figures do not depend on it)\n";
   return s;
 }
 

@@ -449,9 +449,9 @@ struct emulation_check {
 
 // Returns the check for the worst stage of `b`, or nullopt where the step trace cannot be built (a case
 // the probes do not replay).
-std::optional<emulation_check> emulate_worst(const problem& p, const breakdown& b) {
+std::optional<emulation_check> emulate_worst(const problem& p, const breakdown& b, const plan_options& o) {
   try {
-    const auto e = probes::emulate_stage(p, b.where, b.worst);
+    const auto e = probes::emulate_stage(p, b.where, b.worst, imported_allocator(o));
     const auto& w = b.worst_stage();
     emulation_check c;
     c.reserved = e.reserved;
@@ -484,7 +484,7 @@ std::string emulation_text(const breakdown& b, const emulation_check& c) {
 // plan for one layout.
 int run_one_layout(plan_run& r) {
   const breakdown b = estimate(r.p, layout_from(r.o));
-  const std::optional<emulation_check> emulated = emulate_worst(r.p, b);
+  const std::optional<emulation_check> emulated = emulate_worst(r.p, b, r.o);
   const std::int64_t spread = r.uncertainty(b.where, b.worst_stage());
   std::optional<advice> why_not;
   if (!b.fits()) why_not = advise_plan(r.p, b);

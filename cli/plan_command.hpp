@@ -53,6 +53,7 @@ struct plan_options {
   bool imports_applied = false;       // apply_imports ran (only `plan` runs it; the others refuse importers)
   bool calibration_notes_in_output = false;  // `plan` prints the calibration's notes under its title
   std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config
+  std::string alloc_conf, alloc_conf_from;  // PYTORCH_CUDA_ALLOC_CONF a launch sets, and which launch
   std::vector<std::int64_t> pp_layout;
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;

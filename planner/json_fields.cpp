@@ -81,9 +81,6 @@ std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::
   return it->get<std::string>();
 }
 
-namespace {
-
-// Returns the Levenshtein distance between `a` (at most 64 characters of it) and `b`.
 std::size_t edit_distance(const std::string& name, const std::string& b) {
   const std::string a = name.substr(0, 64);  // a 1 MB key costs no more than a long one
   std::vector<std::size_t> row(b.size() + 1), prev(b.size() + 1);
@@ -96,8 +93,6 @@ std::size_t edit_distance(const std::string& name, const std::string& b) {
   }
   return prev[b.size()];
 }
-
-}  // namespace
 
 std::string closest_name(const std::string& name, const std::vector<std::string>& known) {
   std::string best;

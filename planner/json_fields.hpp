@@ -25,6 +25,8 @@ std::optional<bool> opt_bool_field(const nlohmann::json& j, const std::string& k
 std::optional<std::string> opt_string_field(const nlohmann::json& j, const std::string& key,
                                             const std::string& origin);
 
+// Returns the Levenshtein distance between `name` (its first 64 characters) and `b`.
+std::size_t edit_distance(const std::string& name, const std::string& b);
 // Returns the name in `known` closest to `name` by edit distance, or "" when none is within a third of its
 // length (at least 2 edits): the "did you mean" of an unknown key.
 std::string closest_name(const std::string& name, const std::vector<std::string>& known);

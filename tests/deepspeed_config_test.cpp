@@ -207,10 +207,14 @@ TEST(DeepSpeedConfig, AliasesDeprecationsAndUnknownKeys) {
   EXPECT_NE(deepspeed_error_of([&] { from(dep, 8); }).find("cpu_offload"), std::string::npos);
   json typo = {{"train_micro_batch_size_per_gpu", 1},
                {"zero_optimization", {{"stage", 2}, {"reduce_bucket_sise", 5}}}};
-  imp = from(typo, 8);
-  EXPECT_TRUE(has_prefix(imp.unmodelled,
-                         "zero_optimization.reduce_bucket_sise: unknown key, may change memory "
-                         "(did you mean 'reduce_bucket_size'?)"));
+  EXPECT_NE(deepspeed_error_of([&] { from(typo, 8); })
+                .find("zero_optimization.reduce_bucket_sise: unknown key (did you mean "
+                      "'zero_optimization.reduce_bucket_size'?)"),
+            std::string::npos);
+  json far = {{"train_micro_batch_size_per_gpu", 1},
+              {"zero_optimization", {{"stage", 2}, {"bucket_of_mine", 5}}}};
+  imp = from(far, 8);
+  EXPECT_TRUE(has_prefix(imp.unmodelled, "zero_optimization.bucket_of_mine: unknown key, may change memory"));
   EXPECT_EQ(imp.reduce_bucket, 500'000'000);  // the default, recorded in derived
   EXPECT_TRUE(std::any_of(imp.derived.begin(), imp.derived.end(), [](const import_note& n) {
     return n.field == "reduce_bucket_size" && n.value == "500000000";

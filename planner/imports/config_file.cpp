@@ -26,6 +26,11 @@ bool is_off(const nlohmann::json& v) {
   return false;
 }
 
+bool is_near_miss(const std::string& key, const std::string& known) {
+  const std::size_t d = edit_distance(key, known);
+  return d <= 2 && 2 * d <= key.size();
+}
+
 void classify_keys(const nlohmann::json& obj, const std::vector<key_rule>& table, const std::string& prefix,
                    launch_import& imp) {
   if (!obj.is_object()) return;
@@ -38,6 +43,9 @@ void classify_keys(const nlohmann::json& obj, const std::vector<key_rule>& table
     auto rule = std::find_if(table.begin(), table.end(), [&](const key_rule& r) { return key == r.key; });
     if (rule == table.end()) {
       const std::string near = closest_name(key, names);
+      if (!near.empty() && is_near_miss(key, near))  // a typo: planning on would silently drop the setting
+        throw bad_input(path, "unknown key (did you mean '" + (prefix.empty() ? near : prefix + "." + near) +
+                                  "'?): correct its spelling");
       imp.unmodelled.push_back(path + ": unknown key, may change memory" +
                                (near.empty() ? "" : " (did you mean '" + near + "'?)"));
     } else if (rule->use == key_use::unused || (rule->use == key_use::unmodelled && is_off(value))) {

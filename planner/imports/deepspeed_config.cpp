@@ -11,6 +11,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/imports/config_file.hpp"
+#include "planner/imports/deepspeed_keys.hpp"
 #include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 
@@ -23,124 +24,6 @@ using detail::key_use;
 using nlohmann::json;
 constexpr auto R = key_use::read;
 constexpr auto U = key_use::unused;
-constexpr auto X = key_use::unmodelled;
-
-// Top-level keys (runtime/constants.py, runtime/config.py). Read ones are handled below.
-const std::vector<key_rule>& top_keys() {
-  // One row per key would make the table several screens long: rows are packed by hand.
-  // clang-format off
-  static const std::vector<key_rule> t = {
-      {"train_batch_size", R}, {"train_micro_batch_size_per_gpu", R}, {"gradient_accumulation_steps", R},
-      {"zero_optimization", R}, {"bf16", R}, {"bfloat16", R}, {"fp16", R}, {"data_types", R},
-      {"activation_checkpointing", R}, {"optimizer", R}, {"communication_data_type", R},
-      // the pre-dict "zero_optimization": true form (zero/config.py l.58-66)
-      {"allgather_size", R}, {"amp", X, "Apex AMP keeps fp32 weights and casts per op: not a modelled recipe"},
-      {"torch_autocast", X, "torch.autocast keeps fp32 weights and casts per op: not a modelled recipe"},
-      {"sequence_parallel_size", X, "Ulysses sequence parallelism divides activations: not read from this file"},
-      {"tensor_parallel", X, "AutoTP tensor parallelism: pass --tp (the file's degree is not read)"},
-      {"pipeline", X, "pipeline stages come from the script's PipelineModule: pass --pp"},
-      {"elasticity", X, "elastic training chooses the batch sizes at launch"},
-      {"sparse_attention", X, "block-sparse attention changes activation memory"},
-      {"hybrid_engine", X, "the RLHF hybrid engine keeps inference buffers"},
-      {"compression_training", X, "quantized or pruned training changes weight bytes"},
-      {"quantize_training", X, "quantized training changes weight bytes"},
-      {"weight_quantization", X, "quantized weights change weight bytes"}, {"steps_per_print", U},
-      {"wall_clock_breakdown", U}, {"gradient_clipping", U}, {"scheduler", U}, {"prescale_gradients", U},
-      {"gradient_predivide_factor", U}, {"dump_state", U}, {"flops_profiler", U}, {"tensorboard", U},
-      {"wandb", U}, {"csv_monitor", U}, {"comet", U}, {"comms_logger", U}, {"checkpoint", U},
-      {"zero_allow_untested_optimizer", U}, {"zero_force_ds_cpu_optimizer", U}, {"memory_breakdown", U},
-      {"sparse_gradients", U}, {"disable_allgather", U}, {"dataloader_drop_last", U}, {"eigenvalue", U},
-      {"progressive_layer_drop", U}, {"curriculum_learning", U}, {"data_efficiency", U}, {"autotuning", U},
-      {"aio", U}, {"seq_parallel_communication_data_type", U}, {"gradient_allreduce_op", U},
-      {"graph_harvesting", U}, {"use_data_before_expert_parallelism", U}, {"timers", U}, {"compile", U},
-      {"nebula", U}, {"load_universal_checkpoint", U}, {"use_node_local_storage", U}};
-  // clang-format on
-  return t;
-}
-
-// zero_optimization keys (zero/config.py l.95-400). The stage 3 ones accept their field name too
-// (pydantic populate_by_name, runtime/config_utils.py l.101-109): both spellings are listed.
-const std::vector<key_rule>& zero_keys() {
-  // One row per key would make the table several screens long: rows are packed by hand.
-  // clang-format off
-  static const std::vector<key_rule> t = {
-      {"stage", R}, {"contiguous_gradients", R}, {"reduce_bucket_size", R}, {"allgather_bucket_size", R},
-      {"overlap_comm", R}, {"offload_param", R}, {"offload_optimizer", R}, {"cpu_offload", R},
-      {"cpu_offload_param", R}, {"stage3_prefetch_bucket_size", R}, {"prefetch_bucket_size", R},
-      {"stage3_param_persistence_threshold", R}, {"param_persistence_threshold", R},
-      {"stage3_max_live_parameters", R}, {"max_live_parameters", R}, {"sub_group_size", R},
-      {"reduce_scatter", U}, {"use_multi_rank_bucket_allreduce", U}, {"allgather_partitions", U},
-      {"load_from_fp32_weights", U}, {"elastic_checkpoint", U}, {"cpu_offload_use_pin_memory", U},
-      {"stage3_max_reuse_distance", U}, {"max_reuse_distance", U}, {"ignore_unused_parameters", U},
-      {"stage3_gather_16bit_weights_on_model_save", U}, {"gather_16bit_weights_on_model_save", U},
-      {"stage3_gather_fp16_weights_on_model_save", U}, {"stage3_module_granularity_threshold", U},
-      {"module_granularity_threshold", U}, {"stage3_use_all_reduce_for_fetch_params", U},
-      {"use_all_reduce_for_fetch_params", U}, {"round_robin_gradients", U}, {"log_trace_cache_warnings", U},
-      {"enable_sanity_checks", U}, {"pipeline_loading_checkpoint", U}, {"override_module_apply", U},
-      {"memory_efficient_linear", U}, {"save_muon_momentum_buffer_in_memory", U}, {"leaf_module", U},
-      {"stage3_allgather_sequential", X, "gathers parameters one by one without the flat bucket"},
-      {"allgather_sequential", X, "gathers parameters one by one without the flat bucket"},
-      {"stage3_model_persistence_threshold", X, "caps the unpartitioned small parameters"},
-      {"model_persistence_threshold", X, "caps the unpartitioned small parameters"},
-      {"zero_hpz_partition_size", X, "ZeRO++ hpZ keeps a secondary copy of the parameters per node"},
-      {"zero_quantized_weights", X, "ZeRO++ qwZ gathers int8 weights"},
-      {"zero_quantized_nontrainable_weights", X, "frozen weights stored quantized"},
-      {"zero_quantized_gradients", X, "ZeRO++ qgZ reduces int4 gradients"},
-      {"zeropp_loco_param", X, "LoCo keeps error-feedback buffers"},
-      {"mics_shard_size", X, "MiCS shards over a sub-group, not the whole data-parallel group"},
-      {"mics_hierarchical_params_gather", X, "MiCS hierarchical gather buffers"},
-      {"zenflow", X, "ZenFlow keeps important gradients on the GPU"},
-      {"legacy_stage1", X, "the pre-0.5.9 ZeRO-1, refused by DeepSpeed itself"}};
-  // clang-format on
-  return t;
-}
-
-// activation_checkpointing keys (runtime/activation_checkpointing/config.py l.27-53). They configure
-// deepspeed.checkpointing, which Megatron-DeepSpeed calls; they do not turn recomputation on.
-const std::vector<key_rule>& ac_keys() {
-  // One row per key would make the table several screens long: rows are packed by hand.
-  // clang-format off
-  static const std::vector<key_rule> t = {
-      {"partition_activations", X, "splits saved checkpoints across the model-parallel group"},
-      {"cpu_checkpointing", X, "moves saved checkpoints to host memory"},
-      {"contiguous_memory_optimization", X, "preallocates one buffer for all checkpoints"},
-      {"number_checkpoints", U}, {"synchronize_checkpoint_boundary", U}, {"profile", U}};
-  // clang-format on
-  return t;
-}
-
-// offload_param / offload_optimizer keys (zero/offload_config.py l.21-105).
-const std::vector<key_rule>& offload_keys() {
-  // clang-format off
-  static const std::vector<key_rule> t = {
-      {"device", R}, {"ratio", R}, {"nvme_path", U}, {"buffer_count", U}, {"buffer_size", U}, {"max_in_cpu", U},
-      {"pin_memory", U}, {"pipeline_read", U}, {"pipeline_write", U}, {"fast_init", U}, {"pipeline", U},
-      {"super_offload", U}, {"cpuadam_cores_perc", U}};
-  // clang-format on
-  return t;
-}
-
-const std::vector<key_rule>& bf16_keys() {
-  // One row per key would make the table several screens long: rows are packed by hand.
-  // clang-format off
-  static const std::vector<key_rule> t = {
-      {"enabled", R}, {"immediate_grad_update", U}, {"check_grad_overflow", U},
-      {"bf16_master_weights_and_grads", X, "fp32 master weights and gradients replaced by bf16"},
-      {"bf16_optimizer_states", X, "Adam states in bf16"}};
-  // clang-format on
-  return t;
-}
-
-const std::vector<key_rule>& fp16_keys() {
-  // One row per key would make the table several screens long: rows are packed by hand.
-  // clang-format off
-  static const std::vector<key_rule> t = {
-      {"enabled", R}, {"auto_cast", U}, {"loss_scale", U}, {"initial_scale_power", U}, {"loss_scale_window", U},
-      {"hysteresis", U}, {"consecutive_hysteresis", U}, {"min_loss_scale", U},
-      {"fp16_master_weights_and_grads", X, "fp32 master weights and gradients replaced by fp16"}};
-  // clang-format on
-  return t;
-}
 
 std::string join(const std::string& a, const std::string& b) {
   return a.empty() ? b : a + "." + b;
@@ -198,7 +81,7 @@ offload read_offload(const json& z, const std::string& key, launch_import& imp) 
   if (it == z.end() || it->is_null()) return o;
   const std::string where = join("zero_optimization", key);
   if (!it->is_object()) throw bad_input(where, "must be an object such as {\"device\": \"cpu\"}");
-  detail::classify_keys(*it, offload_keys(), where, imp);
+  detail::classify_keys(*it, detail::deepspeed_offload_keys(), where, imp);
   o.device = detail::opt_string_field(*it, "device", where).value_or("none");
   if (o.device != "none" && o.device != "cpu" && o.device != "nvme")
     throw bad_input(where + ".device",
@@ -269,7 +152,7 @@ zero_settings read_zero(const json& root, std::optional<std::int64_t> hidden, la
   }
   if (!it->is_object()) throw bad_input("zero_optimization", "must be an object (or true/false)");
   const json& z = *it;
-  detail::classify_keys(z, zero_keys(), "zero_optimization", imp);
+  detail::classify_keys(z, detail::deepspeed_zero_keys(), "zero_optimization", imp);
   s.stage = static_cast<int>(read_count(z, "stage", "zero_optimization", 0, 3).value);
   imp.zero = s.stage;
   s.opt = read_offload(z, "offload_optimizer", imp);
@@ -379,15 +262,15 @@ std::string read_precision(const json& root, const hf_trainer_args& trainer, lau
     if (e != it->end() && e->is_string() && e->get<std::string>() == "auto") {
       if (!trainer.precision)
         throw bad_input(std::string(section) + ".enabled",
-                        "\"auto\" is the Hugging Face Trainer's --bf16/--fp16, not known here; write true or "
-                        "false, or give the Trainer's precision");
+                        "\"auto\" is the Hugging Face Trainer's --bf16/--fp16, not known here; pass "
+                        "--trainer-precision bf16|fp16|fp32, or write true or false");
       return std::string(section).rfind("bf", 0) == 0 ? *trainer.precision == "bf16"
                                                       : *trainer.precision == "fp16";
     }
     return detail::opt_bool_field(*it, "enabled", section).value_or(false);
   };
-  const bool bf16 = enabled(bf16_key, bf16_keys());
-  const bool fp16 = enabled("fp16", fp16_keys());
+  const bool bf16 = enabled(bf16_key, detail::deepspeed_bf16_keys());
+  const bool fp16 = enabled("fp16", detail::deepspeed_fp16_keys());
   if (bf16 && fp16)
     throw bad_input("bf16.enabled", "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it)");
   return bf16 ? "bf16" : fp16 ? "fp16" : "fp32";
@@ -455,35 +338,46 @@ void read_optimizer(const json& root, launch_import& imp) {
 void settle_batch(const json& root, std::optional<int> world, const hf_trainer_args& trainer,
                   launch_import& imp) {
   constexpr std::int64_t most = std::int64_t{1} << 40;
-  auto get = [&](const char* key, std::optional<std::int64_t> from_trainer,
-                 const char* flag) -> std::optional<std::int64_t> {
+  // `flag` is the Trainer's argument, `ours` the headroom flag that gives it.
+  auto get = [&](const char* key, std::optional<std::int64_t> from_trainer, const char* flag,
+                 const char* ours) -> std::optional<std::int64_t> {
     const ds_count c = read_count(root, key, "", 1, most);
     if (!c.present) return std::nullopt;
     if (!c.is_auto) return c.value;
     if (!from_trainer)
       throw bad_input(key, std::string("\"auto\" is the Hugging Face Trainer's ") + flag +
-                               ", not known here; pass the micro-batch (--micro-batch) or write a number");
+                               ", not known here; pass " + ours + " N or write a number");
     imp.derived.push_back(
         {key, std::to_string(*from_trainer), std::string("\"auto\": the Trainer's ") + flag});
     return from_trainer;
   };
   auto micro = get("train_micro_batch_size_per_gpu", trainer.per_device_train_batch_size,
-                   "--per_device_train_batch_size");
+                   "--per_device_train_batch_size", "--micro-batch");
   auto gas = get("gradient_accumulation_steps", trainer.gradient_accumulation_steps,
-                 "--gradient_accumulation_steps");
+                 "--gradient_accumulation_steps", "--gradient-accumulation-steps");
+  // An absent micro-batch is what the training script passes (the Trainer's --per_device_train_batch_size,
+  // or the batch size of its data loader): --micro-batch gives it, and DeepSpeed's rule then derives the rest
+  // as from a stated one (runtime/config.py l.942-986).
+  if (!micro && trainer.per_device_train_batch_size && !root.contains("train_micro_batch_size_per_gpu")) {
+    micro = trainer.per_device_train_batch_size;
+    imp.derived.push_back({"train_micro_batch_size_per_gpu", std::to_string(*micro),
+                           "absent from the file: --micro-batch, as the training script passes it"});
+  }
   std::optional<std::int64_t> train;
   const ds_count tc = read_count(root, "train_batch_size", "", 1, most);
   if (tc.present && !tc.is_auto) train = tc.value;
   if (tc.is_auto) {  // the Trainer computes it: world * per-device batch * accumulation
     if (!micro || !gas || !world)
-      throw bad_input("train_batch_size",
-                      "\"auto\" is world size x micro-batch x accumulation, not all known here; "
-                      "give the GPU count and the micro-batch, or write a number");
+      throw bad_input(
+          "train_batch_size",
+          "\"auto\" is world size x micro-batch x accumulation, not all known here; "
+          "pass --gpus N and --micro-batch N (--gradient-accumulation-steps N), or write a number");
   }
   if (!train && !micro)
-    throw bad_input("train_batch_size",
-                    "neither train_batch_size nor train_micro_batch_size_per_gpu is given "
-                    "(DeepSpeed requires one, runtime/config.py l.982-986)");
+    throw bad_input(
+        "train_batch_size",
+        "neither train_batch_size nor train_micro_batch_size_per_gpu is given "
+        "(DeepSpeed requires one, runtime/config.py l.982-986); pass --micro-batch N or write one");
   const auto mul = [](std::int64_t a, std::int64_t b) {
     return detail::checked_mul(a, b, "train_batch_size");
   };
@@ -533,7 +427,7 @@ void read_activation_checkpointing(const json& root, launch_import& imp) {
   auto it = root.find("activation_checkpointing");
   if (it == root.end() || it->is_null()) return;
   if (!it->is_object()) throw bad_input("activation_checkpointing", "must be an object");
-  detail::classify_keys(*it, ac_keys(), "activation_checkpointing", imp);
+  detail::classify_keys(*it, detail::deepspeed_ac_keys(), "activation_checkpointing", imp);
 }
 
 launch_import import_config(const json& root, const std::string& origin, std::optional<std::int64_t> hidden,
@@ -546,7 +440,7 @@ launch_import import_config(const json& root, const std::string& origin, std::op
     throw bad_input("precision", "must be bf16, fp16 or fp32");
   launch_import imp;
   imp.origin = origin;
-  detail::classify_keys(root, top_keys(), "", imp);
+  detail::classify_keys(root, detail::deepspeed_top_keys(), "", imp);
   zero_settings z = read_zero(root, hidden, imp);
   choose_recipe(root, read_precision(root, trainer, imp), z, imp);
   // ZeRO-3 allocates its reduce bucket in the communication dtype (stage3.py l.731-735, one bucket per

@@ -44,6 +44,11 @@ struct launch_import {
   std::optional<std::string> dispatcher;   // MoE token dispatcher: "alltoall", "allgather", "flex"
   std::optional<double> capacity_factor;   // MoE expert capacity factor (with padding: padded rows)
   bool pad_to_capacity = false;
+  std::optional<std::string>
+      alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as the launch sets it (ModelZoo's ENV_VARS)
+  // The framework refuses a layer count that does not divide over the pipeline stages when no split is stated
+  // (Megatron: arguments.py l.985-998); the CLI checks the pp it plans (a --pp may override the launch's).
+  bool needs_even_split = false;
   std::vector<import_note> derived;      // every value derived or defaulted, for --explain
   std::vector<std::string> unused;       // keys read that do not change memory (listed, not refused)
   std::vector<std::string> unmodelled;   // keys that change memory and are not modelled: "key: why"

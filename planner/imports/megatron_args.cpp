@@ -4,6 +4,7 @@
 // NVIDIA/Megatron-LM @ d98e8a64 unless named otherwise.
 #include "planner/imports/megatron_args.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "planner/imports/megatron_args_detail.hpp"
 #include "planner/imports/megatron_flags.hpp"
 #include "planner/imports/megatron_text.hpp"
+#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 
 namespace headroom {
@@ -55,8 +57,14 @@ void megatron_reader::classify() {
       for (const auto& v : values) s += (s.empty() ? "'" : ", '") + printable(v.text, 40) + "'";
       return s;
     };
+    if (f->arity == flag_arity::none && values.size() == 1 && m_text.yaml) {  // `--sequence-parallel: ture`
+      const std::string near = closest_name(values[0].text, {"true", "false"});
+      throw bad_input(name, "is a switch: write true or false in the YAML, got '" +
+                                printable(values[0].text, 40) + "'" +
+                                (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
     if (f->arity == flag_arity::none && !values.empty())
-      throw bad_input(name, "takes no value, got " + shown());
+      throw bad_input(name, "takes no value, got " + shown() + ": remove the value");
     if (f->arity != flag_arity::none && values.empty()) throw bad_input(name, "is missing its value");
     if (f->arity == flag_arity::one && values.size() > 1)
       throw bad_input(name, "takes one value, got " + std::to_string(values.size()) + ": " + shown());
@@ -73,8 +81,13 @@ const shell_word* megatron_reader::word(const char* f) const {
   const shell_word& w = it->second[0];
   if (!w.unresolved.empty()) {
     const std::string& v = w.unresolved[0];
-    throw bad_input(f, "its value '" + printable(w.text, 60) + "' refers to " +
-                           (v.starts_with("$") ? v : "$" + v) + ", which nothing in the text sets");
+    const bool name = !v.empty() && (std::isalpha(static_cast<unsigned char>(v[0])) || v[0] == '_');
+    throw bad_input(
+        f, "its value '" + printable(w.text, 60) + "' refers to " + (v.starts_with("$") ? v : "$" + v) +
+               ", which nothing in the text sets" +
+               (name ? ": --megatron-var " + printable(v, 40) + "=VALUE sets it"
+                     : ": write the value in the launch (headroom runs no command and takes no script "
+                       "arguments)"));
   }
   return &w;
 }
@@ -137,6 +150,15 @@ launch_import megatron_reader::run() {
   read_precision();
   read_recompute();
   read_world();
+  // The allocator's settings the launch exports (ModelZoo's ENV_VARS: expandable_segments:True): the plan
+  // states them, and its allocator emulation runs under them.
+  if (const auto it = m_text.variables.find("PYTORCH_CUDA_ALLOC_CONF");
+      it != m_text.variables.end() && it->second.unresolved.empty() && !it->second.text.empty()) {
+    m_out.alloc_conf = it->second.text;
+    derive(
+        "PYTORCH_CUDA_ALLOC_CONF", printable(it->second.text, 80),
+        m_text.env_vars.count("PYTORCH_CUDA_ALLOC_CONF") ? "the YAML's ENV_VARS" : "set by the launch text");
+  }
   return std::move(m_out);
 }
 
@@ -210,10 +232,22 @@ std::int64_t megatron_reader::read_vocab() {
   std::string why = "--vocab-size";
   std::optional<std::int64_t> v = integer("--vocab-size", 1, 100'000'000);
   if (!v) v = known_vocab(&why);
-  if (!v)
-    throw bad_input("--vocab-size",
-                    "the vocabulary size is not stated and the tokenizer is not one headroom knows; "
-                    "add --vocab-size N or --padded-vocab-size N");
+  if (!v) {
+    // The fix is in the launch's own flags (pretrain_gpt.py's, not headroom's), or in the variable that names
+    // the tokenizer when the launch leaves it to its runner (ModelZoo's --tokenizer-model: ${TOKENIZER_MODEL}).
+    const auto tm = m_flags.find("--tokenizer-model");
+    if (tm != m_flags.end() && !tm->second.empty() && !tm->second[0].unresolved.empty()) {
+      const std::string var = printable(tm->second[0].unresolved[0], 30);
+      throw bad_input("--vocab-size", "not stated, and --tokenizer-model is $" + var +
+                                          ", which nothing sets: --megatron-var " + var +
+                                          "=deepseek-ai/DeepSeek-V3 (or another tokenizer of known size), or "
+                                          "add --vocab-size N to the Megatron arguments");
+    }
+    throw bad_input(
+        "--vocab-size",
+        "not stated, and headroom does not know the size of the tokenizer: add --vocab-size N or "
+        "--padded-vocab-size N to the Megatron arguments (pretrain_gpt.py's flags, not headroom's)");
+  }
   const std::int64_t div = integer("--make-vocab-size-divisible-by", 1, 1'000'000).value_or(128);
   const std::int64_t multiple = div * m_out.tp.value_or(1);
   const std::int64_t padded = (*v + multiple - 1) / multiple * multiple;
@@ -273,14 +307,33 @@ launch_import import_megatron_args(const std::string& text, const std::string& o
   return detail::megatron_reader(t, origin).run();
 }
 
+namespace {
+bool is_launch_file(const std::string& s) {
+  std::error_code ec;
+  return !s.empty() && s.size() < 4096 && s.find('\n') == std::string::npos &&
+         std::filesystem::is_regular_file(s, ec);
+}
+std::string read_launch_file(const std::string& path) {
+  return read_regular_file(path, std::uintmax_t{4} << 20, "a Megatron launch file");
+}
+}  // namespace
+
 launch_import load_megatron_args(const std::string& file_or_string,
                                  const std::map<std::string, std::string>& env) {
-  std::error_code ec;
-  if (!file_or_string.empty() && file_or_string.size() < 4096 &&
-      file_or_string.find('\n') == std::string::npos && std::filesystem::is_regular_file(file_or_string, ec))
-    return import_megatron_args(
-        read_regular_file(file_or_string, std::uintmax_t{4} << 20, "a Megatron launch file"), file_or_string,
-        env);
+  if (is_launch_file(file_or_string))
+    return import_megatron_args(read_launch_file(file_or_string), file_or_string, env);
+  // "FILE --flag ...": the file's launch with the flags after it, as sbatch_benchmarking.sh appends its own
+  // arguments to the YAML's (ModelZoo @ e8650517 l.41-43; argparse: the last occurrence wins).
+  const std::size_t space = file_or_string.find(' ');
+  if (space != std::string::npos && file_or_string.compare(space + 1, 2, "--") == 0 &&
+      is_launch_file(file_or_string.substr(0, space))) {
+    const std::string path = file_or_string.substr(0, space);
+    auto t = detail::read_launch_text(read_launch_file(path), path, env);
+    const auto extra = detail::read_launch_text(file_or_string.substr(space + 1), path, env);
+    t.args.insert(t.args.end(), extra.args.begin(), extra.args.end());
+    t.notes.push_back(std::to_string(extra.args.size()) + " words after the file appended to its arguments");
+    return detail::megatron_reader(t, path).run();
+  }
   return import_megatron_args(file_or_string, "megatron arguments", env);
 }
 

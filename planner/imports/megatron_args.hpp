@@ -21,7 +21,9 @@ launch_import import_megatron_args(const std::string& text, const std::string& o
                                    const std::map<std::string, std::string>& env = {});
 
 // Returns import_megatron_args of the file `file_or_string` names when it is a readable regular file (at
-// most 4 MiB), else of the string itself (origin "megatron arguments").
+// most 4 MiB); of such a file with the --flag words after it appended to its arguments when it is "FILE --flag
+// ..." (as ModelZoo's sbatch_benchmarking.sh appends its own arguments to a YAML's); else of the string itself
+// (origin "megatron arguments").
 launch_import load_megatron_args(const std::string& file_or_string,
                                  const std::map<std::string, std::string>& env = {});
 

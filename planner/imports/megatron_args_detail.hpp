@@ -55,6 +55,7 @@ class megatron_reader {
   void read_dispatcher();
   void read_mla(model_spec& m);
   void read_split();
+  void read_uneven_split(std::optional<std::int64_t> first, std::optional<std::int64_t> last, bool accounted);
   void read_layout(const std::string& s);
   void read_precision();
   void read_optimizer_dtypes();

@@ -255,6 +255,38 @@ void megatron_reader::read_layout(const std::string& s) {
   derive("vpp", str_of(stages / pp), "stages / pp (l.940-952)");
 }
 
+// --decoder-first/last-pipeline-num-layers: those stages take their count and the stages between share the
+// rest evenly (megatron/core/transformer/transformer_block.py get_num_layers_to_build, l.103-146), which must
+// divide (l.130-133) and which the account-for-* flags may not join (l.108-112). The split is stated.
+void megatron_reader::read_uneven_split(std::optional<std::int64_t> first, std::optional<std::int64_t> last,
+                                        bool accounted) {
+  const char* f = first ? "--decoder-first-pipeline-num-layers" : "--decoder-last-pipeline-num-layers";
+  if (accounted)
+    throw bad_input(
+        f,
+        "cannot be combined with --account-for-embedding/loss-in-pipeline-split (Megatron asserts it, "
+        "transformer_block.py l.108-112): keep one of the two");
+  const std::int64_t pp = m_out.pp.value_or(1), layers = m_out.model->layers;
+  const std::int64_t left = pp - int{first.has_value()} - int{last.has_value()};
+  const std::int64_t rest = layers - first.value_or(0) - last.value_or(0);
+  if (rest < 0 || (left > 0 && rest % left != 0) || (left <= 0 && rest != 0))
+    throw bad_input(
+        f, "leaves " + str_of(rest) + " of " + str_of(layers) + " layers for the " +
+               str_of(std::max<std::int64_t>(left, 0)) +
+               " stages between, which must share them evenly (transformer_block.py l.130-133): change "
+               "the first/last counts");
+  std::string shown;
+  for (std::int64_t k = 0; k < pp && k < 16; ++k) {
+    const std::int64_t n = k == 0 && first       ? *first
+                           : k == pp - 1 && last ? *last
+                                                 : rest / std::max<std::int64_t>(left, 1);
+    shown += (k ? "/" : "") + str_of(n);
+  }
+  derive("split.layers", shown + (pp > 16 ? "/..." : ""),
+         "layers per pipeline stage: the decoder-first/last counts, the rest shared evenly "
+         "(transformer_block.py l.103-146)");
+}
+
 void megatron_reader::read_split() {
   const int chosen =
       int{has("--pipeline-model-parallel-layout")} + int{has("--num-layers-per-virtual-pipeline-stage")} +
@@ -277,6 +309,8 @@ void megatron_reader::read_split() {
   }
   if (first || last || emb || loss)
     m_out.split = pipeline_split{{}, first.value_or(0), last.value_or(0), emb, loss};
+  m_out.needs_even_split = !first && !last;  // the CLI checks it against the pp it plans
+  if ((first || last) && m_out.model && m_out.pp) read_uneven_split(first, last, emb || loss);
   if (const auto v = integer("--num-virtual-stages-per-pipeline-rank", 1, 1000))
     m_out.vpp = static_cast<int>(*v);
   if (const auto v = integer("--virtual-pipeline-model-parallel-size", 1, 1000))

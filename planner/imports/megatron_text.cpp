@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
@@ -172,6 +173,16 @@ class runner {
     return m_found;
   }
   std::vector<shell_word> bare_args;
+  // A command that runs another script with --flag arguments (ModelZoo's best_practice/*/run_*.sh run
+  // `TP=2 PP=8 ... bash ./sbatch_benchmarking.sh --recompute-granularity selective ...`): what the refusal
+  // points to when no pretrain_gpt.py command is found.
+  struct wrapped_script {
+    std::string script;  // its file name
+    int line = 0;
+    std::size_t flags = 0;              // --flag words after it
+    std::vector<std::string> assigned;  // the variables the command sets for it
+  };
+  std::optional<wrapped_script> wrapper;
 
  private:
   struct frame {
@@ -309,10 +320,12 @@ class runner {
       ++k;
       while (k < c.words.size() && c.words[k].starts_with("-")) ++k;
     }
+    std::vector<std::string> assigned;
     for (; k < c.words.size(); ++k) {
       bool append = false;
       const std::string name = assigned_name(c.words[k], &append);
       if (name.empty()) break;
+      assigned.push_back(name);
       const auto arr = c.arrays.find(k);
       if (arr != c.arrays.end()) {
         std::vector<shell_word> items;
@@ -338,6 +351,21 @@ class runner {
       words.insert(words.end(), v.begin(), v.end());
     }
     take_launch(words);
+    if (!m_found) note_wrapper(words, c.line, assigned);
+  }
+
+  void note_wrapper(const std::vector<shell_word>& words, int line,
+                    const std::vector<std::string>& assigned) {
+    for (std::size_t j = 0; j < words.size() && !wrapper; ++j) {
+      if (!words[j].text.ends_with(".sh")) continue;
+      const std::size_t flags = static_cast<std::size_t>(
+          std::count_if(words.begin() + static_cast<long>(j) + 1, words.end(),
+                        [](const shell_word& w) { return w.text.starts_with("--"); }));
+      const std::string& w = words[j].text;
+      if (flags > 0)
+        wrapper = {w.substr(w.find_last_of('/') == std::string::npos ? 0 : w.find_last_of('/') + 1), line,
+                   flags, assigned};
+    }
   }
 
   void take_launch(const std::vector<shell_word>& words) {
@@ -384,6 +412,67 @@ bool looks_like_yaml(const std::string& text) {
   return false;
 }
 
+// sbatch_benchmarking.sh (yanring/Megatron-MoE-ModelZoo @ e8650517, l.75-82) appends the dispatcher's flags
+// after the YAML's, by DISPATCHER: alltoall, deepep (its default) or hybridep. Stated (--megatron-var
+// DISPATCHER=deepep), the same flags are appended here; unset, the YAML's own flag is read and a note says so.
+void append_dispatcher(const var_map& vars, launch_text& out) {
+  const auto it = vars.find("DISPATCHER");
+  const bool moe = std::any_of(out.args.begin(), out.args.end(),
+                               [](const shell_word& w) { return w.text == "--num-experts"; });
+  if (it == vars.end() || it->second.items.empty()) {
+    if (moe)
+      out.notes.push_back(
+          "DISPATCHER not set: the YAML's own --moe-token-dispatcher-type is read (sbatch_benchmarking.sh "
+          "l.75-82 appends flex with deepep unless DISPATCHER says otherwise; --megatron-var "
+          "DISPATCHER=...)");
+    return;
+  }
+  const std::string d = it->second.items[0].text;
+  std::vector<std::string> add;
+  if (d == "alltoall") add = {"--moe-token-dispatcher-type", "alltoall"};
+  if (d == "deepep") add = {"--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "deepep"};
+  if (d == "hybridep")
+    add = {"--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "hybridep",
+           "--moe-hybridep-num-sms",      "32"};
+  if (add.empty())
+    throw bad_input(
+        "--megatron-var DISPATCHER",
+        "'" + printable(d, 40) + "' is not one sbatch_benchmarking.sh knows: alltoall, deepep or hybridep");
+  for (const auto& w : add) out.args.push_back({w, {}});
+  out.notes.push_back("DISPATCHER=" + d +
+                      ": the flags sbatch_benchmarking.sh l.75-82 appends after the YAML's");
+}
+
+// Returns the value of the word after flag `f` in `args` ("" when absent).
+std::string value_of(const std::vector<shell_word>& args, const char* f) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i].text == f) return args[i + 1].text;
+  return "";
+}
+
+// sbatch_benchmarking.sh l.63-67: when the layers do not divide over PP and no layout string is given, it
+// appends --decoder-first/last-pipeline-num-layers from PP_FIRST and PP_LAST (runtime.conf's last columns).
+void append_uneven_split(const var_map& vars, launch_text& out) {
+  const std::string layers = value_of(out.args, "--num-layers"),
+                    pp = value_of(out.args, "--pipeline-model-parallel-size");
+  const auto whole = [](const std::string& v) {
+    return !v.empty() && v.size() < 7 && v.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!whole(layers) || !whole(pp) || std::stoll(pp) == 0 || std::stoll(layers) % std::stoll(pp) == 0 ||
+      !value_of(out.args, "--pipeline-model-parallel-layout").empty())
+    return;
+  for (const auto& [var, flag] : {std::pair{"PP_FIRST", "--decoder-first-pipeline-num-layers"},
+                                  std::pair{"PP_LAST", "--decoder-last-pipeline-num-layers"}}) {
+    const auto it = vars.find(var);
+    if (it == vars.end() || it->second.items.empty() || !whole(it->second.items[0].text)) continue;
+    out.args.push_back({flag, {}});
+    out.args.push_back({it->second.items[0].text, {}});
+    out.notes.push_back(
+        std::string(var) + "=" + it->second.items[0].text + ": " + flag +
+        ", as sbatch_benchmarking.sh l.63-67 appends it when the layers do not divide over PP");
+  }
+}
+
 launch_text read_yaml(const std::string& text, const std::string& origin, var_map& vars) {
   launch_text out;
   out.yaml = true;
@@ -398,7 +487,10 @@ launch_text read_yaml(const std::string& text, const std::string& origin, var_ma
   if (!args.IsMap()) throw bad_input(origin + ".MODEL_ARGS", "is not a mapping of --flag: value");
   if (root["ENV_VARS"] && root["ENV_VARS"].IsMap())
     for (const auto& kv : root["ENV_VARS"])
-      if (kv.second.IsScalar()) vars[kv.first.Scalar()] = {{{kv.second.Scalar(), {}}}, false};
+      if (kv.second.IsScalar()) {
+        vars[kv.first.Scalar()] = {{{kv.second.Scalar(), {}}}, false};
+        out.env_vars[kv.first.Scalar()] = kv.second.Scalar();
+      }
   expander x(vars, out.notes);
   for (const auto& kv : args) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
@@ -424,7 +516,32 @@ launch_text read_yaml(const std::string& text, const std::string& origin, var_ma
       out.args.insert(out.args.end(), words.begin(), words.end());
     }
   }
+  append_dispatcher(vars, out);
+  append_uneven_split(vars, out);
   return out;
+}
+
+// Returns the refusal of a script that runs another script with --flag arguments: for ModelZoo's
+// sbatch_benchmarking.sh the YAML it launches, model_configs/benchmarking/${MODEL}.yaml (its
+// runtime_configs/benchmarking/common.conf l.3), and how to give it the flags and the variables.
+std::string wrapper_refusal(const runner::wrapped_script& w, const var_map& vars) {
+  const std::string flags = std::to_string(w.flags) + (w.flags == 1 ? " flag" : " flags");
+  const std::string set = w.assigned.empty() ? ""
+                                             : ", --megatron-var NAME=VALUE for the " +
+                                                   std::to_string(w.assigned.size()) + " variables it sets";
+  const std::string line = "line " + std::to_string(w.line) + " runs ";
+  if (w.script == "sbatch_benchmarking.sh") {
+    const auto m = vars.find("MODEL");
+    const std::string model =
+        m == vars.end() || m->second.items.empty() ? "${MODEL}" : m->second.items[0].text;
+    return line + "sbatch_benchmarking.sh, which launches model_configs/benchmarking/" +
+           printable(model, 40) + ".yaml: give --megatron-args \"THAT.yaml --flag ...\" (its " + flags + ")" +
+           set;
+  }
+  return line + printable(w.script, 40) + " with " + flags +
+         ", not pretrain_gpt.py: give --megatron-args the file it "
+         "launches (\"FILE --flag ...\": its " +
+         flags + ")" + set;
 }
 
 }  // namespace
@@ -455,8 +572,12 @@ launch_text read_launch_text(const std::string& text, const std::string& origin,
       }
       if (!found) out.args = r.bare_args;
     }
-    if (out.args.empty() && out.launcher.empty())
-      throw bad_input(origin, "no pretrain_gpt.py command line and no --flag arguments found");
+    if (out.args.empty() && out.launcher.empty()) {
+      if (r.wrapper) throw bad_input(origin, wrapper_refusal(*r.wrapper, vars));
+      throw bad_input(origin,
+                      "no pretrain_gpt.py command line and no --flag arguments found: give --megatron-args "
+                      "the script that runs pretrain_gpt.py, its command line, or ModelZoo's YAML");
+    }
   }
   for (const auto& [k, v] : vars)
     if (!v.array && !v.items.empty()) out.variables[k] = v.items[0];

@@ -25,12 +25,15 @@ struct launch_text {
   std::vector<shell_word> launcher;             // the words before the script (torchrun and its options)
   std::map<std::string, shell_word> variables;  // scalar variables at the end of the script
   std::vector<std::string> notes;               // what the reader did not evaluate, for --explain
+  std::map<std::string, std::string> env_vars;  // ModelZoo's YAML: its ENV_VARS, as the launcher exports them
   bool yaml = false;
 };
 
 // Returns the launch in `text`. `env` holds variables set outside the text (the runner's TP=8 ...); the
-// text's own assignments override them. Throws bad_input(origin, ...) when no command line is found, a quote
-// or ${ is unterminated, or the YAML is malformed.
+// text's own assignments override them. Throws bad_input(origin, ...) when no command line is found (naming
+// the YAML that a ModelZoo wrapper script launches, or the script another one runs with --flag arguments), a
+// quote or ${ is unterminated, or the YAML is malformed. A YAML honours sbatch_benchmarking.sh's DISPATCHER
+// when `env` or the text sets it: the dispatcher flags that script appends.
 launch_text read_launch_text(const std::string& text, const std::string& origin,
                              const std::map<std::string, std::string>& env);
 

@@ -1,0 +1,162 @@
+// cli_import_fixes_test.cpp: the launch importers through the built `headroom` (issue 35): each refusal is one
+// line naming the file, the field and a fix that exists, and that fix, run, plans. The files are the copies of
+// public launch files in tests/data/ (each folder names its sources), or the few lines a test writes.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_support.hpp"
+
+namespace {
+
+// Asserts that `r` is one bad-input refusal (exit 2, one line of at most 280 characters) holding `says`.
+void refused_with(const result& r, const std::string& says) {
+  EXPECT_EQ(r.status, 2) << r.err << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_LE(r.err.size(), 281u) << r.err;  // 280 and the newline
+  EXPECT_NE(r.err.find(says), std::string::npos) << "wanted '" << says << "' in: " << r.err;
+}
+
+// Asserts that `r` planned: fits (0) or does not fit (3), not refused.
+void planned(const result& r) {
+  EXPECT_TRUE(r.status == 0 || r.status == 3) << r.status << " " << r.err;
+}
+
+std::string written(const std::string& name, const std::string& text) {
+  const std::string p = scratch(name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+const std::string dsv3_titan = "plan --preset deepseek-v3 --torchtitan-config " + data +
+                               "/torchtitan/deepseek_v3_671b.toml --gpus 256 --gpu-type h100-80gb ";
+
+// Item 5: torchtitan's per-op policy on a multi-latent-attention model.
+TEST(CliImportFixes, PerOpPolicyOnMlaNamesRecomputeAndTheOverride) {
+  refused_with(run(dsv3_titan),
+               "deepseek_v3_671b.toml: activation_checkpoint.selective_ac_option: \"op\" is not modelled for "
+               "multi-latent attention: --recompute full|selective|none, --torchtitan-override "
+               "activation_checkpoint.mode=full, or --allow-unmodelled");
+  planned(run(dsv3_titan + "--recompute full"));
+  planned(run(dsv3_titan + "--torchtitan-override activation_checkpoint.mode=full"));
+  const result allowed = run(dsv3_titan + "--allow-unmodelled --explain");
+  planned(allowed);
+  EXPECT_NE(allowed.out.find(
+                "NOT MODELLED (allowed by --allow-unmodelled): activation_checkpoint.selective_ac_option"),
+            std::string::npos)
+      << allowed.out;
+  EXPECT_NE(allowed.out.find("ZeRO-3 + no recompute"), std::string::npos) << allowed.out;
+}
+
+const std::string layers61 =
+    "--num-layers 61 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+    "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+    "--use-distributed-optimizer ";
+
+// Item 4: 61 layers on pp 4, as Megatron does (arguments.py l.985-998; transformer_block.py l.103-146).
+TEST(CliImportFixes, LayersThatDoNotDivideOverPpAreRefusedAsMegatronDoes) {
+  const std::string at = "plan --gpu-type h100-80gb --gpus 8 --megatron-args \"" + layers61;
+  refused_with(
+      run(at + "--pipeline-model-parallel-size 4\""),
+      "megatron arguments: --num-layers: 61 layers do not divide over pp 4, as Megatron requires "
+      "(arguments.py l.985-998): add --decoder-first/last-pipeline-num-layers N (a YAML: --megatron-var "
+      "PP_FIRST=N PP_LAST=N) or --first-stage-layers N");
+  const result uneven =
+      run(at + "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 16\" --explain");
+  planned(uneven);
+  EXPECT_NE(uneven.out.find("split.layers = 16/15/15/15"), std::string::npos) << uneven.out;
+  const result j =
+      run(at + "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 16\" --json");
+  planned(j);
+  std::vector<std::int64_t> per_stage;
+  const auto doc = nlohmann::json::parse(j.out);
+  for (const auto& s : doc["stages"]) per_stage.push_back(s["layers"].get<std::int64_t>());
+  EXPECT_EQ(per_stage, (std::vector<std::int64_t>{16, 15, 15, 15}));
+  // A --pp over the launch is checked too, and --first-stage-layers states the split here.
+  refused_with(run(at + "\" --pp 4"), "61 layers do not divide over pp 4");
+  planned(run(at + "\" --pp 4 --first-stage-layers 16"));
+  // ModelZoo's DeepSeek-V3 on pp 16 (runtime.conf: PP_FIRST 4, PP_LAST 1, which sbatch_benchmarking.sh appends).
+  const std::string zoo =
+      "plan --gpu-type h100-80gb --gpus 1024 --allow-unmodelled --megatron-args " + data +
+      "/megatron/DeepSeek-V3.yaml --megatron-var TP=1 --megatron-var PP=16 --megatron-var EP=64 "
+      "--megatron-var CP=1 --megatron-var MBS=1 --megatron-var GBS=8192 --megatron-var "
+      "SEQ_LEN=4096 --megatron-var MOE_GROUPED_GEMM=true";
+  refused_with(run(zoo), "--num-layers: 61 layers do not divide over pp 16");
+  const result split = run(zoo + " --megatron-var PP_FIRST=4 --megatron-var PP_LAST=1 --json");
+  planned(split);
+  const auto stages = nlohmann::json::parse(split.out)["stages"];
+  ASSERT_EQ(stages.size(), 16u);
+  EXPECT_EQ(stages[0]["layers"], 4);
+  EXPECT_EQ(stages[14]["layers"], 4);
+  EXPECT_EQ(stages[15]["layers"], 1);
+}
+
+// Item 3: --micro-batch fills a DeepSpeed config's absent micro-batch; the refusal names it.
+TEST(CliImportFixes, MicroBatchFillsAnAbsentDeepSpeedMicroBatch) {
+  const std::string ds =
+      written("stage2.json", R"({"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}})");
+  const std::string at = "plan --preset llama2-7b --gpu-type h100-80gb --gpus 8 --deepspeed-config " + ds;
+  refused_with(run(at),
+               "stage2.json: train_batch_size: neither train_batch_size nor train_micro_batch_size_per_gpu "
+               "is given (DeepSpeed requires one, runtime/config.py l.982-986); pass --micro-batch N");
+  const result r = run(at + " --micro-batch 2");
+  planned(r);
+  EXPECT_NE(r.out.find("micro-batch 2"), std::string::npos) << r.out;
+  const std::string autos =
+      written("auto.json", R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": "auto"}})");
+  refused_with(run("plan --preset llama2-7b --gpus 8 --deepspeed-config " + autos),
+               "bf16.enabled: \"auto\" is the Hugging Face Trainer's --bf16/--fp16, not known here; pass "
+               "--trainer-precision bf16|fp16|fp32");
+}
+
+// Item 1: a misspelt key is an error whatever --allow-unmodelled says.
+TEST(CliImportFixes, MisspeltKeysAreRefusedEvenWithAllowUnmodelled) {
+  const std::string ds =
+      written("typo.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stgae": 2}})");
+  refused_with(run("plan --preset llama2-7b --gpus 8 --allow-unmodelled --deepspeed-config " + ds),
+               "typo.json: zero_optimization.stgae: unknown key (did you mean 'zero_optimization.stage'?)");
+  const std::string toml = written("typo.toml", "[parallelism]\ntensor_paralel_degree = 8\n");
+  refused_with(run("plan --preset llama3-8b --gpus 8 --allow-unmodelled --torchtitan-config " + toml),
+               "typo.toml: parallelism.tensor_paralel_degree: unknown key (did you mean "
+               "'parallelism.tensor_parallel_degree'?)");
+}
+
+const std::string mixtral_vars =
+    " --megatron-var TP=1 --megatron-var PP=4 --megatron-var EP=8 --megatron-var CP=1 --megatron-var "
+    "LAYERS_PER_VP=4 "
+    "--megatron-var MBS=1 --megatron-var GBS=256 --megatron-var SEQ_LEN=4096 --megatron-var "
+    "MOE_GROUPED_GEMM=true ";
+
+// Item 6: the ModelZoo runner: ENV_VARS in the assumptions, DISPATCHER, the flags after the YAML, wrappers.
+TEST(CliImportFixes, ModelZooYamlStatesWhatItsRunnerSets) {
+  const std::string yaml = data + "/megatron/Mixtral-8x7B.yaml";
+  const std::string at = "plan --gpu-type h100-80gb --gpus 64 --megatron-args ";
+  const result r = run(at + yaml + mixtral_vars + "--megatron-var MOE_TOKEN_DISPATCHER=alltoall");
+  planned(r);
+  EXPECT_NE(r.out.find("  allocator   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, from " + yaml),
+            std::string::npos)
+      << r.out;
+  // DISPATCHER=deepep appends flex with the deepep backend (sbatch_benchmarking.sh l.75-82): listed, not priced.
+  refused_with(run(at + yaml + mixtral_vars +
+                   "--megatron-var MOE_TOKEN_DISPATCHER=alltoall --megatron-var DISPATCHER=deepep"),
+               "--moe-token-dispatcher-type changes memory and is not modelled");
+  planned(run(at + "\"" + yaml + " --recompute-granularity full\"" + mixtral_vars +
+              "--megatron-var MOE_TOKEN_DISPATCHER=alltoall"));
+  refused_with(
+      run(at + written("bad.yaml", "--num-layers: 2\n--sequence-parallel: ture\n")),
+      "--sequence-parallel: is a switch: write true or false in the YAML, got 'ture' (did you mean 'true'?)");
+  const std::string wrapper =
+      written("r.sh",
+              "export MODEL=${MODEL:-Qwen3-235B-A22B}\nPYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+              "DISPATCHER=deepep "
+              "TP=2 PP=8 VPP=4 EP=32 NNODES=32 GBS=2048 bash ./sbatch_benchmarking.sh "
+              "--recompute-granularity selective "
+              "--recompute-modules moe_act layernorm\n");
+  refused_with(run(at + wrapper),
+               "line 2 runs sbatch_benchmarking.sh, which launches "
+               "model_configs/benchmarking/Qwen3-235B-A22B.yaml: give --megatron-args");
+}
+
+}  // namespace
