@@ -256,8 +256,10 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
     s.moe_layer_activations = l.vpp > 1 ? 0 : chunks_in_flight(l, stage, M) * s.moe_layers;
     s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp,
                                             per_layer, peaks, l.recompute);
-    s.mtp_activations = saturating_mul(chunks_in_flight(l, stage, M), mtp);
-    s.activations = saturating_add(s.activations, s.mtp_activations);
+    if (mtp > 0) {
+      s.mtp_activations = saturating_mul(chunks_in_flight(l, stage, M), mtp);
+      s.activations = saturating_add(s.activations, s.mtp_activations);
+    }
   }
   if (first && peaks.first_stage) {
     s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
