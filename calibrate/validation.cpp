@@ -104,10 +104,15 @@ validation_row row_from_json(const nlohmann::json& j, const std::string& origin)
       throw row_error(r.id, "calibration must be \"fit\" or \"held_out\"");
     r.skipped = j.value("skipped", "");
     r.fit_on = j.value("calibration", "") == "fit";
+    r.held_out = j.value("calibration", "") == "held_out";
     if (r.fit_on && !r.skipped.empty()) throw row_error(r.id, "a skipped row cannot be fitted on");
   }
   r.published = j.value("published", nlohmann::json::object());
   if (!r.published.is_object()) throw row_error(r.id, "published must be an object");
+  if (const auto f = r.published.find("figure"); f != r.published.end() && !f->is_string())
+    throw row_error(r.id, "published.figure must be a string (reserved_peak, device_used or allocated_peak)");
+  if (r.published.contains("stage") && r.kind != "measured_peak")
+    throw row_error(r.id, "published.stage belongs to measured_peak rows");
   if (r.fit_on && r.published.value("figure", std::string()) == "allocated_peak")
     throw row_error(r.id, "an allocated peak holds no reserve: it cannot be fitted on (drop \"calibration\")");
   if (j.contains("tolerance") && !j["tolerance"].is_number())
@@ -400,11 +405,11 @@ std::vector<bool> calibration_rows(const std::vector<validation_row>& rows, std:
     rule = "the rows the pack marks \"calibration\": \"fit\"";
     return fit;
   }
-  rule = "every fifth priced reserved or device-used row in pack order (the 5th, 10th, ...): a fifth of "
-         "them, none chosen by hand";
+  rule = "every fifth priced reserved or device-used row in pack order (the 5th, 10th, ...) not marked "
+         "held_out: a fifth of them, none chosen by hand";
   int priced = 0;
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (observes_reserve(rows[i]) && ++priced % 5 == 0) fit[i] = true;
+    if (observes_reserve(rows[i]) && !rows[i].held_out && ++priced % 5 == 0) fit[i] = true;
   return fit;
 }
 

@@ -24,6 +24,7 @@ struct validation_row {
   double tolerance = 0.01;                    // relative error that still agrees (a fraction)
   std::string skipped;                        // measured_peak: why the case is not priced ("" when it is)
   bool fit_on = false;                        // measured_peak: "calibration": "fit" (the calibration's rows)
+  bool held_out = false;                      // measured_peak: "calibration": "held_out" (never fitted on)
   problem p;
   layout l;
 };
@@ -80,8 +81,8 @@ struct measured_summary {
 
 // Returns which rows the validation's calibration is fitted on, and in `rule` how they were chosen: the
 // priced reserved-peak and device-used rows a pack marks "calibration": "fit" when it marks any; otherwise
-// every fifth of them in pack order (the 5th, 10th, ...), at most a fifth, so that no row is picked by hand.
-// Allocated peaks are never fitted on: they hold no reserve.
+// every fifth of those not marked "held_out", in pack order (the 5th, 10th, ...), at most a fifth, so that no
+// row is picked by hand. Allocated peaks are never fitted on: they hold no reserve.
 std::vector<bool> calibration_rows(const std::vector<validation_row>& rows, std::string& rule);
 
 // Returns the path of the shipped pack: <preset dir>/validation/published.json.
@@ -96,11 +97,6 @@ validation_result evaluate(const validation_row& row);
 
 // Returns the verdict of every row of `pack`, in order. Throws bad_input as validation_rows and evaluate.
 std::vector<validation_result> validate_pack(const nlohmann::json& pack, const std::string& origin);
-
-// Returns which rows the validation's calibration is fitted on, and in `rule` how they were chosen: the
-// priced measured rows a pack marks "calibration": "fit" when it marks any; otherwise every fifth priced
-// measured row in pack order (the 5th, 10th, ...), at most a fifth of them, so that no row is picked by hand.
-std::vector<bool> calibration_rows(const std::vector<validation_row>& rows, std::string& rule);
 
 // Returns the path of the shipped pack of measured figures: <preset dir>/validation/measured.json.
 std::string default_measured_pack();

@@ -47,6 +47,18 @@ TEST(EmulatedPeak, ExpandableSegmentsReserveLess) {
   EXPECT_LT(emulate_stage(p, l, 0, expandable).reserved, emulate_stage(p, l, 0).reserved);
 }
 
+// A step beyond even the simulated 1 PiB has no complete figure: refused, never a figure cut short where
+// the replay stopped.
+TEST(EmulatedPeak, AStepBeyondTheSimulatedDeviceIsRefused) {
+  problem p = test::preset_problem("llama3-405b");
+  p.training.seq = 1 << 20;
+  p.model.max_positions = 1 << 20;
+  p.training.micro_batch = 16;
+  p.training.global_batch = 16;
+  p.training.attention = attention_kind::eager;  // 2 a s^2 b bytes of scores per layer: far past 1 PiB
+  EXPECT_THROW(emulate_stage(p, test::make_layout(1, 0, recompute_mode::none), 0), bad_input);
+}
+
 TEST(EmulatedPeak, AStageOutsideThePipelineIsBadInput) {
   const problem p = loss_bound_problem();
   EXPECT_THROW(emulate_stage(p, test::make_layout(8, 3, recompute_mode::full), 1), bad_input);

@@ -81,7 +81,11 @@ with tempfile.TemporaryDirectory() as d:
     for row_id, published, extra, flags, what in [
             ("x1", measured, ["--skipped", "why"], ["--preset", "gpt3-1.3b", "--gpus", "8"], "skipped with flags"),
             ("x2", '{"gib": 40.0}', ["--expresses", "e"], ["--preset", "gpt3-1.3b", "--gpus", "8"], "no figure"),
-            ("x3", measured, ["--skipped", " "], None, "empty reason")]:
+            ("x3", measured, ["--skipped", " "], None, "empty reason"),
+            ("x4", '{"gib": 40.0, "figure": "reserved_peak", "stage": 3}', ["--expresses", "e"],
+             ["--preset", "gpt3-1.3b", "--gpus", "8"], "a stage outside the pipeline"),
+            ("x5", '{"gib": 40.0, "figure": "allocated_peak"}', ["--expresses", "e", "--calibration", "fit"],
+             ["--preset", "gpt3-1.3b", "--gpus", "8"], "an allocated peak fitted on")]:
         r = run_measured(row_id, published, extra, flags)
         check(r.returncode == 1, f"{what}: exit {r.returncode}")
         check(len(r.stderr.strip().splitlines()) == 1, f"{what}: one line, got {r.stderr!r}")

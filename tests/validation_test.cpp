@@ -517,11 +517,36 @@ TEST(Validation, ShippedMeasuredPackIsPricedAndCalibrated) {
   EXPECT_EQ(s.coverage_rows, reserve_rows - reserve_rows / 5);
 }
 
+// The fit rule: every fifth reserved or device-used row, skipping rows a pack marks "held_out"; rows marked
+// "fit" override it.
+TEST(Validation, FitRuleHonoursHeldOutMarks) {
+  std::vector<nlohmann::json> js;
+  for (int k = 0; k < 6; ++k)
+    js.push_back(measured_planted_row("r" + std::to_string(k), "gpt3-1.3b", 1024 * (1 + k % 3), 1 + k % 2, k % 3,
+                                      0.1, 0, false));
+  std::string rule;
+  auto rows = validation_rows(pack_of(js), "rule.json");
+  EXPECT_EQ(calibration_rows(rows, rule), (std::vector<bool>{false, false, false, false, true, false}));
+  js[0]["calibration"] = "held_out";  // the fifth unmarked row is now r5
+  rows = validation_rows(pack_of(js), "rule.json");
+  EXPECT_EQ(calibration_rows(rows, rule), (std::vector<bool>{false, false, false, false, false, true}));
+  for (auto& j : js) j["calibration"] = "held_out";
+  rows = validation_rows(pack_of(js), "rule.json");
+  EXPECT_EQ(calibration_rows(rows, rule), std::vector<bool>(6, false));
+  js[2]["calibration"] = "fit";
+  rows = validation_rows(pack_of(js), "rule.json");
+  EXPECT_EQ(calibration_rows(rows, rule), (std::vector<bool>{false, false, true, false, false, false}));
+  EXPECT_NE(rule.find("marks"), std::string::npos) << rule;
+}
+
 TEST(Validation, AMalformedMeasuredRowIsBadInputNamingIt) {
   auto good = measured_planted_row("m", "gpt3-1.3b", 2048, 1, 1, 0.1, 0, false);
   auto bad = good;
   bad["calibration"] = "maybe";
   EXPECT_NE(refusal(pack_of({bad})).find("calibration must be"), std::string::npos);
+  bad = good;
+  bad["published"]["figure"] = 7;
+  EXPECT_NE(refusal(pack_of({bad})).find("row 'm': published.figure must be a string"), std::string::npos);
   bad = good;
   bad["published"]["stage"] = "first";
   EXPECT_NE(refusal(pack_of({bad})).find("published.stage must be"), std::string::npos);

@@ -20,7 +20,8 @@ struct emulated_peak {
 
 // Returns the peaks of stage `stage`'s step trace replayed through the caching allocator with `options`
 // on a simulated device with 2 MiB pages and no capacity limit (so a case above its GPU still gets its
-// figure), in bytes. Throws bad_input for a case the planner refuses or a stage outside the pipeline.
+// figure), in bytes. Throws bad_input for a case the planner refuses, a stage outside the pipeline, or a step
+// that does not fit even that device (no complete figure).
 emulated_peak emulate_stage(const problem& p, const layout& l, int stage, const caching_options& options = {});
 
 }  // namespace headroom::probes
