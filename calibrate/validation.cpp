@@ -215,14 +215,15 @@ double emulated_prediction(const validation_row& row, int stage, const std::stri
 // Returns the pipeline stage a measured figure was read on: published.stage, "last" (Megatron logs its memory
 // from rank world_size - 1 alone, the last stage: megatron/training/global_vars.py's tensorboard writer) or an
 // index; -1 when not stated (the figure is the maximum over ranks: every stage is priced, the largest kept).
+// check_published has refused any other form; here an index past the pipeline is refused.
 int measured_stage(const validation_row& row, const breakdown& b) {
   const auto it = row.published.find("stage");
   if (it == row.published.end()) return -1;
-  const int stages = static_cast<int>(b.stages.size());
-  if (it->is_string() && *it == "last") return stages - 1;
-  if (it->is_number_integer() && it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() < stages)
-    return static_cast<int>(it->get<std::int64_t>());
-  throw row_error(row.id, "published.stage must be \"last\" or a stage index from 0 to " + std::to_string(stages - 1));
+  const auto stages = static_cast<std::int64_t>(b.stages.size());
+  const std::int64_t k = it->is_string() ? stages - 1 : it->get<std::int64_t>();
+  if (k >= stages)
+    throw row_error(row.id, "published.stage must be \"last\" or a stage index from 0 to " + std::to_string(stages - 1));
+  return static_cast<int>(k);
 }
 
 measured_priced_case measured_price(const validation_row& row, const breakdown& b) {
@@ -265,6 +266,9 @@ void measured_judge(const validation_row& row, const breakdown& b, validation_re
   r.predicted_bytes = c.uncalibrated;
   r.planner_bytes = c.planner;
   r.emulated = c.emulation_refused.empty();
+  r.priced_stage = c.stage;
+  r.priced_terms = c.terms;
+  r.priced_tokens = c.tokens;
   r.published = fixed(r.measured / static_cast<double>(gib), 2) + " GiB " + figure + " (measured)";
   r.predicted = fixed(c.uncalibrated / static_cast<double>(gib), 2) + " GiB" +
                 (b.stages.size() > 1 ? " (stage " + std::to_string(c.stage) + ")" : "") + " uncalibrated, " +
@@ -277,9 +281,8 @@ void measured_judge(const validation_row& row, const breakdown& b, validation_re
 
 // Returns the observation record a measured row makes for calibrate::fit: its case, the stage priced, the
 // predicted terms and the published figure, as `headroom observe` writes them (measurement_record.hpp).
-probes::measurement_record measured_observation_of(const validation_row& row, const breakdown& b,
-                                                   double measured) {
-  const measured_priced_case c = measured_price(row, b);
+probes::measurement_record measured_observation_of(const validation_row& row, const validation_result& r) {
+  const stage_terms& t = r.priced_terms;
   probes::measurement_record m;
   m.origin = row.id;
   m.kind = "observation";
@@ -289,13 +292,13 @@ probes::measurement_record measured_observation_of(const validation_row& row, co
   m.gpu = row.published.value("gpu", std::string());
   m.inputs = row.p;
   m.where = row.l;
-  m.stage = c.stage;
-  m.persistent = c.terms.persistent;
-  m.transient = c.terms.transient;
-  m.activations = c.terms.activations;
-  m.working_set = c.terms.working_set;
-  m.output_phase = c.terms.output_phase;
-  const auto bytes = static_cast<std::int64_t>(std::llround(measured));
+  m.stage = r.priced_stage;
+  m.persistent = t.persistent;
+  m.transient = t.transient;
+  m.activations = t.activations;
+  m.working_set = t.working_set;
+  m.output_phase = t.output_phase;
+  const auto bytes = static_cast<std::int64_t>(std::llround(r.measured));
   if (m.figure == "device_used")
     m.device_used_at_peak = bytes;
   else
@@ -433,7 +436,7 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
     if (row.p.model.moe.enabled()) measured_add_error(s.uncalibrated_moe, results[i].error, row.id);
     if (fit_on[i]) {
       s.fitted_on.push_back(row.id);
-      fit_records.push_back(measured_observation_of(row, estimate(row.p, row.l), results[i].measured));
+      fit_records.push_back(measured_observation_of(row, results[i]));
     } else {
       measured_add_error(s.uncalibrated_held_out, results[i].error, row.id);
     }
@@ -456,7 +459,8 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
       const auto& row = rows[i];
       if (row.kind != "measured_peak" || !row.skipped.empty()) continue;
       if (row.published.value("figure", std::string()) == "allocated_peak") continue;  // no reserve in it
-      const measured_priced_case c = measured_price(row, estimate(row.p, row.l));
+      auto& r = results[i];
+      const stage_terms& t = r.priced_terms;
       // The fit's central prediction: the held terms plus the fitted reserve, without the margin
       // (reserve_of adds it to the fixed term); the fixed term (the CUDA context and NCCL) only for a figure
       // that holds it.
@@ -464,13 +468,11 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
       rm.fixed = row.published.value("figure", "") == "device_used"
                      ? static_cast<std::int64_t>(std::llround(cal->terms[0].value))
                      : 0;
-      const double predicted =
-          static_cast<double>(c.terms.held() + rm.bytes(c.terms.churn(), c.tokens, c.terms.activations));
-      auto& r = results[i];
+      const double predicted = static_cast<double>(t.held() + rm.bytes(t.churn(), r.priced_tokens, t.activations));
       r.calibrated_bytes = predicted;
       r.calibrated_error = (predicted - r.measured) / r.measured;
       // The band `headroom plan --calibration` prints beside the headroom (reserve_uncertainty).
-      r.calibrated_band = reserve_uncertainty(*cal, c.terms.churn(), c.tokens, c.terms.activations);
+      r.calibrated_band = reserve_uncertainty(*cal, t.churn(), r.priced_tokens, t.activations);
       if (!fit_on[i]) {
         r.outside_domain = outside_domain(*cal, row.p, row.l, target{});
         ++s.coverage_rows;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "planner/layout.hpp"
+#include "planner/stage_terms.hpp"
 
 namespace headroom::calibrate {
 
@@ -46,6 +47,11 @@ struct validation_result {
   // planner_bytes is the planner's own figure of that kind either way.
   bool emulated = false;
   double planner_bytes = 0;
+  // The case priced (measured rows): its stage, that stage's terms and the tokens of one micro-batch on the
+  // rank, which the calibration observes and predicts from without pricing the row again.
+  int priced_stage = 0;
+  stage_terms priced_terms;
+  std::int64_t priced_tokens = 0;
   std::optional<double> calibrated_bytes;    // the calibrated prediction, when a calibration was fitted
   std::optional<double> calibrated_error;    // its relative error, a fraction
   std::optional<double> calibrated_band;     // bytes: the ± `plan --calibration` prints (reserve_uncertainty)

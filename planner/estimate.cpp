@@ -165,8 +165,8 @@ std::int64_t mtp_bytes_per_microbatch(const problem& p, const activation_sums& p
   const int n = p.model.moe.mtp_layers;
   if (n <= 0) return 0;
   if (full_every(r) > 0) r = recompute_mode::full;  // one module, not a chunk of N layers: the rule of full
-  const bool moe = p.model.is_moe_layer(p.model.layers - 1);
-  return saturating_mul(n, saturating_add(moe ? peaks.moe_layer.of(r) : per_layer.of(r), peaks.mtp_module.of(r)));
+  return saturating_mul(
+      n, saturating_add(p.model.mtp_layer_is_moe() ? peaks.moe_layer.of(r) : per_layer.of(r), peaks.mtp_module.of(r)));
 }
 
 // Sets the layer activations of stage s.stage under interleaving with chunks of different layer kinds or

@@ -364,19 +364,20 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
   const std::int64_t act = s.activation_bytes;
   std::vector<ledger_entry> out;
   const std::string cpdiv = s.cp > 1 ? "/cp" : "";
-  auto logit = [&](std::string name, std::int64_t dtype, int made, int freed) {
-    ledger_entry e{std::move(name), std::to_string(dtype) + "*s*b*V/t" + cpdiv, {tokens, v}, dtype,
-                   product({tokens, v}, dtype), act_role::saved};
+  // The step after every other of either unfused order: tensors kept to the end of the phase.
+  constexpr int phase_end = 9;
+  auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype,
+                 int made, int freed) {
+    ledger_entry e{std::move(name), std::move(formula), shape, dtype, product(shape, dtype), act_role::saved};
     e.made = made;
     e.freed = freed;
     out.push_back(std::move(e));
   };
+  auto logit = [&](std::string name, std::int64_t dtype, int made, int freed) {
+    add(std::move(name), std::to_string(dtype) + "*s*b*V/t" + cpdiv, {tokens, v}, dtype, made, freed);
+  };
   auto token = [&](std::string name, std::int64_t dtype, int made, int freed) {
-    ledger_entry e{std::move(name), std::to_string(dtype) + "*s*b" + cpdiv, {tokens}, dtype,
-                   product({tokens}, dtype), act_role::saved};
-    e.made = made;
-    e.freed = freed;
-    out.push_back(std::move(e));
+    add(std::move(name), std::to_string(dtype) + "*s*b" + cpdiv, {tokens}, dtype, made, freed);
   };
   if (s.loss == loss_kind::fused) {
     // Megatron's _VocabParallelCrossEntropy: logits.float() is exponentiated and normalised in place and
@@ -404,11 +405,8 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
     // Replicate), all alive from the forward's end to the output layer's backward.
     const std::int64_t sp_tokens = s.tp > 1 && s.sp ? tokens / s.tp : tokens;
     auto hidden = [&](std::string name, std::int64_t dtype, std::int64_t rows, const char* rows_formula) {
-      ledger_entry e{std::move(name), std::to_string(dtype) + "*" + rows_formula + "*h" + cpdiv, {rows, m.hidden},
-                     dtype, product({rows, m.hidden}, dtype), act_role::saved};
-      e.made = 0;
-      e.freed = 9;
-      out.push_back(std::move(e));
+      add(std::move(name), std::to_string(dtype) + "*" + rows_formula + "*h" + cpdiv, {rows, m.hidden}, dtype, 0,
+          phase_end);
     };
     const char* sp_formula = sp_tokens != tokens ? "s*b/t" : "s*b";
     hidden("output.norm.input.fp32", 4, sp_tokens, sp_formula);
@@ -416,8 +414,8 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
     hidden("output.linear.input", act, tokens, "s*b");
     // An MTP module's loss, made before the main one, keeps its saved log_softmax until its backward.
     for (int k = 0; k < m.moe.mtp_layers; ++k) {
-      logit("output.mtp" + std::to_string(k) + ".log_softmax", 4, 0, 9);
-      token("output.mtp" + std::to_string(k) + ".loss", 4, 0, 9);
+      logit("output.mtp" + std::to_string(k) + ".log_softmax", 4, 0, phase_end);
+      token("output.mtp" + std::to_string(k) + ".loss", 4, 0, phase_end);
     }
     if (s.tp == 1) {
       // F.cross_entropy(pred.flatten(0, 1).float(), labels), then `del pred` before loss.backward()
@@ -430,10 +428,10 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
       logit("output.logits", act, 0, 3);
       logit("output.logits.fp32", 4, 1, 3);
       logit("output.log_softmax", 4, 2, 5);
-      token("output.loss", 4, 3, 9);
+      token("output.loss", 4, 3, phase_end);
       logit("output.log_softmax.grad", 4, 4, 5);
       logit("output.logits.fp32.grad", 4, 5, 6);
-      logit("output.logits.grad", act, 6, 9);
+      logit("output.logits.grad", act, 6, phase_end);
     } else {
       // tp > 1: torchtitan runs the loss under loss_parallel() on vocab-sharded logits (the output layer's
       // output_layouts=Shard(-1)), whose DTensor handlers compute it (pytorch/pytorch
@@ -447,27 +445,26 @@ std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger
       logit("output.log_softmax.shifted", 4, 2, 3);
       logit("output.log_softmax.exp", 4, 2, 2);
       logit("output.log_softmax", 4, 3, 7);
-      token("output.loss", 4, 4, 9);
+      token("output.loss", 4, 4, phase_end);
       logit("output.nll.grad_input", 4, 5, 7);
       logit("output.nll.exp", 4, 6, 6);
       logit("output.nll.sum", 4, 6, 7);
       logit("output.logits.fp32.grad", 4, 7, 8);
-      logit("output.logits.grad", act, 8, 9);
+      logit("output.logits.grad", act, 8, phase_end);
     }
   }
   return out;
 }
 
 std::int64_t output_phase_peak(const std::vector<ledger_entry>& phase) {
-  int last = 0;
-  for (const auto& e : phase) last = std::max(last, e.freed);
-  std::int64_t peak = 0;
-  for (int step = 0; step <= last; ++step) {
-    std::int64_t live = 0;  // at the end of `step`'s allocations, before its frees
-    for (const auto& e : phase)
-      if (e.made <= step && step <= e.freed) live = detail::checked_add(live, e.bytes, "output phase");
-    peak = std::max(peak, live);
-  }
+  std::int64_t live = 0, peak = 0;
+  walk_output_phase(
+      phase,
+      [&](std::size_t i) {
+        live = detail::checked_add(live, phase[i].bytes, "output phase");
+        peak = std::max(peak, live);
+      },
+      [&](std::size_t i) { live -= phase[i].bytes; });
   return peak;
 }
 

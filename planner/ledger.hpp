@@ -162,8 +162,22 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
 // bf16 gradient cast back. docs/model.md section 10 gives the sources and the measurement.
 std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s);
 
-// Returns the most bytes the output phase's tensors hold at once over its steps (each step makes its
-// tensors, then frees those whose last step it is), in bytes.
+// Walks the output phase in its order, the one rule for the planner's peak and the step trace: each step
+// calls make(i) for the tensors it makes (ledger_entry::made), then free(i) for those whose last step it is
+// (ledger_entry::freed); i indexes `phase`.
+template <class Make, class Free>
+void walk_output_phase(const std::vector<ledger_entry>& phase, Make&& make, Free&& free) {
+  int last = 0;
+  for (const auto& e : phase) last = e.freed > last ? e.freed : last;
+  for (int step = 0; step <= last; ++step) {
+    for (std::size_t i = 0; i < phase.size(); ++i)
+      if (phase[i].made == step) make(i);
+    for (std::size_t i = 0; i < phase.size(); ++i)
+      if (phase[i].freed == step) free(i);
+  }
+}
+
+// Returns the most bytes the output phase's tensors hold at once over its steps (walk_output_phase), in bytes.
 std::int64_t output_phase_peak(const std::vector<ledger_entry>& phase);
 
 // What the step peak adds to the saved activations, per micro-batch on one rank: the backward working set

@@ -198,7 +198,7 @@ param_counts count_params(const model_spec& m) {
       // DeepSeek-V3's multi-token prediction module (Megatron-LM megatron/core/transformer/
       // multi_token_prediction.py): enorm and hnorm, eh_proj (2h -> h), one transformer layer of the last
       // layer's kind, and its final norm; it shares the embedding and the output head.
-      layer_params one = m.is_moe_layer(m.layers - 1) ? moe : c.dense_layer;
+      layer_params one = m.mtp_layer_is_moe() ? moe : c.dense_layer;
       one.sharded = checked_add(one.sharded, checked_mul(2 * h, h, what), what);
       one.replicated += 3 * norm;
       c.mtp = times(one, x.mtp_layers);

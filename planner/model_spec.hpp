@@ -91,6 +91,9 @@ struct model_spec {
     return moe.enabled() && i >= 0 && static_cast<std::size_t>(i) < moe.layers.size() &&
            moe.layers[static_cast<std::size_t>(i)];
   }
+  // Returns whether an MTP module's transformer layer is a MoE layer: Megatron builds it with the decoder's
+  // last layer's spec (multi_token_prediction.py), so it is of that layer's kind.
+  bool mtp_layer_is_moe() const { return is_moe_layer(layers - 1); }
 };
 
 // One layer's parameters by how tensor and expert parallelism divide them (Megatron-Core's three buckets,

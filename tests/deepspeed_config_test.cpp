@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/errors.hpp"
+#include "test_support.hpp"
 
 namespace headroom {
 namespace {
@@ -19,17 +20,6 @@ std::string deepspeed_data(const std::string& name) {
 
 bool has_prefix(const std::vector<std::string>& v, const std::string& prefix) {
   return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
-}
-
-// Runs f and returns the bad_input message ("" when nothing was thrown).
-template <class F>
-std::string deepspeed_error_of(F f) {
-  try {
-    f();
-  } catch (const bad_input& e) {
-    return e.what();
-  }
-  return "";
 }
 
 launch_import from(const nlohmann::json& j, std::optional<int> world = std::nullopt,
@@ -64,15 +54,15 @@ TEST(DeepSpeedConfig, HuggingFaceZero3FillsAutoFromHiddenAndTrainer) {
 
 TEST(DeepSpeedConfig, AutoThatCannotBeFilledIsRefusedNamingTheKey) {
   const std::string f = deepspeed_data("hf_ds_config_zero3.json");
-  EXPECT_NE(deepspeed_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               load_deepspeed_config(f, std::nullopt, 8, {4, 2, "fp16"});
             }).find("zero_optimization.reduce_bucket_size: \"auto\""),
             std::string::npos);
-  EXPECT_NE(deepspeed_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               load_deepspeed_config(f, 4096, 8, {4, 2, std::nullopt});
             }).find("fp16.enabled"),
             std::string::npos);
-  const std::string e = deepspeed_error_of([&] { load_deepspeed_config(f, 4096, 8, {std::nullopt, 2, "fp16"}); });
+  const std::string e = test::bad_input_of([&] { load_deepspeed_config(f, 4096, 8, {std::nullopt, 2, "fp16"}); });
   EXPECT_NE(e.find("train_micro_batch_size_per_gpu"), std::string::npos) << e;
   EXPECT_NE(e.find("--micro-batch"), std::string::npos) << e;
 }
@@ -121,7 +111,7 @@ TEST(DeepSpeedConfig, DeprecatedCpuOffloadAndTrainBatchOnly) {
   EXPECT_EQ(imp.micro_batch, 1);
   EXPECT_EQ(imp.reduce_bucket, 7'000'000);  // offload forces contiguous_gradients (stage_1_and_2.py l.260)
   // 4 sequences cannot be split over 3 GPUs: DeepSpeed's assertion (runtime/config.py l.937-940).
-  EXPECT_NE(deepspeed_error_of([&] { load_deepspeed_config(f, std::nullopt, 3); }).find("train_batch_size"),
+  EXPECT_NE(test::bad_input_of([&] { load_deepspeed_config(f, std::nullopt, 3); }).find("train_batch_size"),
             std::string::npos);
 }
 
@@ -154,18 +144,18 @@ TEST(DeepSpeedConfig, BatchTieDerivesAndRefuses) {
   const json three = {
       {"train_batch_size", 40}, {"train_micro_batch_size_per_gpu", 2}, {"gradient_accumulation_steps", 5}};
   EXPECT_EQ(from(three, 4).global_batch, 40);  // 2 x 5 x 4
-  EXPECT_NE(deepspeed_error_of([&] { from(three, 8); }).find("40 != 2 x 5 x 8"), std::string::npos);
+  EXPECT_NE(test::bad_input_of([&] { from(three, 8); }).find("40 != 2 x 5 x 8"), std::string::npos);
   EXPECT_EQ(from(three).dp, 4);  // no world size: the three give the data-parallel size
   const json two = {{"train_batch_size", 64}, {"train_micro_batch_size_per_gpu", 4}};
   const launch_import imp = from(two, 8);  // accumulation = 64 / (4 x 8) = 2
   EXPECT_TRUE(std::any_of(imp.derived.begin(), imp.derived.end(), [](const import_note& n) {
     return n.field == "batch" && n.value == "64 = 4 x 2 x 8";
   }));
-  EXPECT_NE(deepspeed_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               from(json{{"gradient_accumulation_steps", 2}}, 8);
             }).find("neither"),
             std::string::npos);
-  EXPECT_NE(deepspeed_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               from(json{{"train_batch_size", 0}}, 8);
             }).find("train_batch_size"),
             std::string::npos);
@@ -184,7 +174,7 @@ TEST(DeepSpeedConfig, RecipeFollowsTheEnginesChoice) {
   json both = base;
   both["bf16"] = {{"enabled", true}};
   both["fp16"] = {{"enabled", true}};
-  EXPECT_NE(deepspeed_error_of([&] { from(both, 8); }).find("both"), std::string::npos);
+  EXPECT_NE(test::bad_input_of([&] { from(both, 8); }).find("both"), std::string::npos);
   json lamb = base;
   lamb["optimizer"] = {{"type", "Lamb"}};
   EXPECT_TRUE(has_prefix(from(lamb, 8).unmodelled, "optimizer.type: lamb"));
@@ -200,14 +190,14 @@ TEST(DeepSpeedConfig, AliasesDeprecationsAndUnknownKeys) {
   EXPECT_EQ(imp.offload_params, true);
   EXPECT_TRUE(has_prefix(imp.unmodelled, "zero_optimization.offload_param.device: NVMe"));
   j["zero_optimization"]["stage3_max_live_parameters"] = 1e9;
-  EXPECT_NE(deepspeed_error_of([&] { from(j, 8); }).find("given twice"), std::string::npos);
+  EXPECT_NE(test::bad_input_of([&] { from(j, 8); }).find("given twice"), std::string::npos);
   json dep = {{"train_micro_batch_size_per_gpu", 1},
               {"zero_optimization",
                {{"stage", 2}, {"cpu_offload", true}, {"offload_optimizer", {{"device", "cpu"}}}}}};
-  EXPECT_NE(deepspeed_error_of([&] { from(dep, 8); }).find("cpu_offload"), std::string::npos);
+  EXPECT_NE(test::bad_input_of([&] { from(dep, 8); }).find("cpu_offload"), std::string::npos);
   json typo = {{"train_micro_batch_size_per_gpu", 1},
                {"zero_optimization", {{"stage", 2}, {"reduce_bucket_sise", 5}}}};
-  EXPECT_NE(deepspeed_error_of([&] { from(typo, 8); })
+  EXPECT_NE(test::bad_input_of([&] { from(typo, 8); })
                 .find("zero_optimization.reduce_bucket_sise: unknown key (did you mean "
                       "'zero_optimization.reduce_bucket_size'?)"),
             std::string::npos);
@@ -232,11 +222,11 @@ TEST(DeepSpeedConfig, HostileInputIsOneLineError) {
              {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", -1}}}},
         json{{"train_micro_batch_size_per_gpu", 1}, {"zero_optimization", {{"offload_optimizer", "cpu"}}}},
         json{{"train_batch_size", 9'000'000'000'000LL}, {"gradient_accumulation_steps", 1}}}) {
-    const std::string e = deepspeed_error_of([&] { from(j, 8); });
+    const std::string e = test::bad_input_of([&] { from(j, 8); });
     EXPECT_FALSE(e.empty()) << j.dump();
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
-  EXPECT_FALSE(deepspeed_error_of([] { load_deepspeed_config(deepspeed_data("missing.json"), std::nullopt, 1); }).empty());
+  EXPECT_FALSE(test::bad_input_of([] { load_deepspeed_config(deepspeed_data("missing.json"), std::nullopt, 1); }).empty());
 }
 
 }  // namespace

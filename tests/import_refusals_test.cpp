@@ -12,21 +12,12 @@
 #include "planner/imports/deepspeed_config.hpp"
 #include "planner/imports/megatron_args.hpp"
 #include "planner/imports/torchtitan_config.hpp"
+#include "test_support.hpp"
 
 namespace headroom {
 namespace {
 
 using nlohmann::json;
-
-template <class F>
-std::string refusal_of(F f) {
-  try {
-    f();
-  } catch (const bad_input& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool noted(const launch_import& l, const std::string& field, const std::string& value) {
   return std::any_of(l.derived.begin(), l.derived.end(),
@@ -67,25 +58,25 @@ TEST(ImportRefusals, NearMissIsTwoEditsAtMostAndOnePerTwoCharacters) {
 TEST(ImportRefusals, DeepSpeedTypoOfStageIsAnErrorNotZeroZero) {
   // Listed as not modelled, --allow-unmodelled would have planned ZeRO 0 for a ZeRO-2 file.
   const json typo = {{"train_micro_batch_size_per_gpu", 1}, {"zero_optimization", {{"stgae", 2}}}};
-  const std::string e = refusal_of([&] { deepspeed_config_from_json(typo, "ds.json", std::nullopt, 8); });
+  const std::string e = test::bad_input_of([&] { deepspeed_config_from_json(typo, "ds.json", std::nullopt, 8); });
   EXPECT_NE(e.find("ds.json: zero_optimization.stgae: unknown key (did you mean 'zero_optimization.stage'?)"),
             std::string::npos)
       << e;
   const json top = {{"train_micro_batch_size_per_gpu", 1}, {"zero_optimisation", {{"stage", 2}}}};
-  EXPECT_NE(refusal_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               deepspeed_config_from_json(top, "ds.json", std::nullopt, 8);
             }).find("did you mean 'zero_optimization'?"),
             std::string::npos);
 }
 
 TEST(ImportRefusals, TorchtitanTypoOfDegreeIsAnErrorNotTp1) {
-  const std::string e = refusal_of(
+  const std::string e = test::bad_input_of(
       [] { torchtitan_config_from_toml("[parallelism]\ntensor_paralel_degree = 8\n", "job.toml", {}, 64); });
   EXPECT_NE(e.find("job.toml: parallelism.tensor_paralel_degree: unknown key (did you mean "
                    "'parallelism.tensor_parallel_degree'?)"),
             std::string::npos)
       << e;
-  EXPECT_NE(refusal_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               torchtitan_config_from_toml("[parallelsim]\n", "job.toml", {}, 8);
             }).find("did you mean 'parallelism'?"),
             std::string::npos);
@@ -100,14 +91,14 @@ TEST(ImportRefusals, VocabularyRefusalNamesTheLaunchFlagOrTheTokenizerVariable) 
   const std::string shape =
       "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings "
       "128 ";
-  const std::string e = refusal_of([&] { import_megatron_args(shape, "megatron arguments"); });
+  const std::string e = test::bad_input_of([&] { import_megatron_args(shape, "megatron arguments"); });
   EXPECT_NE(e.find("--vocab-size: not stated"), std::string::npos) << e;
   EXPECT_NE(e.find("to the Megatron arguments (pretrain_gpt.py's flags, not headroom's)"), std::string::npos)
       << e;
   const std::string yaml =
       "--num-layers: 2\n--hidden-size: 64\n--num-attention-heads: 4\n"
       "--tokenizer-type: HuggingFaceTokenizer\n--tokenizer-model: ${TOKENIZER_MODEL}\n";
-  const std::string v = refusal_of([&] { import_megatron_args(yaml, "m.yaml"); });
+  const std::string v = test::bad_input_of([&] { import_megatron_args(yaml, "m.yaml"); });
   EXPECT_NE(v.find("--megatron-var TOKENIZER_MODEL=deepseek-ai/DeepSeek-V3"), std::string::npos) << v;
   // ... and that fix works: DeepSeek-V3's vocabulary, 129,280, padded to 128 (build_tokenizer.py l.133-146).
   const auto fixed = import_megatron_args(yaml, "m.yaml", {{"TOKENIZER_MODEL", "deepseek-ai/DeepSeek-V3"}});
@@ -134,7 +125,7 @@ TEST(ImportRefusals, MicroBatchFillsAnAbsentTrainMicroBatch) {
   EXPECT_EQ(b.global_batch, 64);
   EXPECT_TRUE(noted(b, "batch", "64 = 4 x 2 x 8"));
   // Without it, DeepSpeed's assertion (l.982-986), with the flag that answers it.
-  EXPECT_NE(refusal_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               deepspeed_config_from_json(bare, "ds.json", std::nullopt, 8);
             }).find("pass --micro-batch N or write one"),
             std::string::npos);
@@ -142,17 +133,17 @@ TEST(ImportRefusals, MicroBatchFillsAnAbsentTrainMicroBatch) {
 
 TEST(ImportRefusals, AutoRefusalsNameTheHeadroomFlags) {
   const json precision = {{"train_micro_batch_size_per_gpu", 1}, {"bf16", {{"enabled", "auto"}}}};
-  EXPECT_NE(refusal_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               deepspeed_config_from_json(precision, "ds.json", std::nullopt, 8);
             }).find("pass --trainer-precision bf16|fp16|fp32"),
             std::string::npos);
   const json gas = {{"train_micro_batch_size_per_gpu", 1}, {"gradient_accumulation_steps", "auto"}};
-  EXPECT_NE(refusal_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               deepspeed_config_from_json(gas, "ds.json", std::nullopt, 8);
             }).find("pass --gradient-accumulation-steps N"),
             std::string::npos);
   const json micro = {{"train_micro_batch_size_per_gpu", "auto"}};
-  EXPECT_NE(refusal_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               deepspeed_config_from_json(micro, "ds.json", std::nullopt, 8);
             }).find("pass --micro-batch N"),
             std::string::npos);
@@ -170,11 +161,11 @@ TEST(ImportRefusals, UnevenMegatronSplitIsStatedAsMegatronBuildsIt) {
   EXPECT_TRUE(noted(l, "split.layers", "16/15/15/15"));
   EXPECT_FALSE(l.needs_even_split);
   // 61 - 15 = 46 over 3 stages does not divide (l.130-133); nor may account-for-* join them (l.108-112).
-  EXPECT_NE(refusal_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               import_megatron_args(dsv3_shape + "--decoder-first-pipeline-num-layers 15", "m");
             }).find("must share them evenly"),
             std::string::npos);
-  EXPECT_NE(refusal_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               import_megatron_args(dsv3_shape +
                                        "--decoder-first-pipeline-num-layers 16 "
                                        "--account-for-loss-in-pipeline-split",
@@ -211,7 +202,7 @@ const std::string run_h100 =
     "--cuda-graph-scope moe_router moe_preprocess\n";
 
 TEST(ImportRefusals, WrapperScriptPointsToTheYamlItLaunches) {
-  const std::string e = refusal_of([] { import_megatron_args(run_h100, "run_h100_235b.sh"); });
+  const std::string e = test::bad_input_of([] { import_megatron_args(run_h100, "run_h100_235b.sh"); });
   EXPECT_NE(e.find("line 4 runs sbatch_benchmarking.sh, which launches "
                    "model_configs/benchmarking/Qwen3-235B-A22B.yaml"),
             std::string::npos)
@@ -222,10 +213,10 @@ TEST(ImportRefusals, WrapperScriptPointsToTheYamlItLaunches) {
       std::string::npos)
       << e;
   EXPECT_LE(e.size() + std::string("headroom: bad input: ").size(), 280u) << e;
-  const std::string other = refusal_of([] { import_megatron_args("bash ./train.sh --tp 2\n", "run.sh"); });
+  const std::string other = test::bad_input_of([] { import_megatron_args("bash ./train.sh --tp 2\n", "run.sh"); });
   EXPECT_NE(other.find("run.sh: line 1 runs train.sh with 1 flag, not pretrain_gpt.py"), std::string::npos)
       << other;
-  EXPECT_NE(refusal_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               import_megatron_args("echo hello\n", "run.sh");
             }).find("give --megatron-args the script"),
             std::string::npos);
@@ -240,13 +231,13 @@ TEST(ImportRefusals, FlagsAfterTheYamlAreAppendedAsTheRunnerDoes) {
 }
 
 TEST(ImportRefusals, YamlSwitchWithAWrongValueSaysTrueOrFalse) {
-  const std::string e = refusal_of([] { import_megatron_args("--sequence-parallel: ture\n", "m.yaml"); });
+  const std::string e = test::bad_input_of([] { import_megatron_args("--sequence-parallel: ture\n", "m.yaml"); });
   EXPECT_NE(
       e.find("--sequence-parallel: is a switch: write true or false in the YAML, got 'ture' (did you mean "
              "'true'?)"),
       std::string::npos)
       << e;
-  EXPECT_NE(refusal_of([] { import_megatron_args("--sequence-parallel yes", "m"); }).find("remove the value"),
+  EXPECT_NE(test::bad_input_of([] { import_megatron_args("--sequence-parallel yes", "m"); }).find("remove the value"),
             std::string::npos);
 }
 
@@ -271,7 +262,7 @@ TEST(ImportRefusals, YamlDispatcherIsStatedAsTheRunnerAppendsIt) {
   env["DISPATCHER"] = "alltoall";
   EXPECT_TRUE(load_megatron_args(zoo("Mixtral-8x7B.yaml"), env).unmodelled.empty());
   env["DISPATCHER"] = "nccl";
-  EXPECT_NE(refusal_of([&] { load_megatron_args(zoo("Mixtral-8x7B.yaml"), env); })
+  EXPECT_NE(test::bad_input_of([&] { load_megatron_args(zoo("Mixtral-8x7B.yaml"), env); })
                 .find("--megatron-var DISPATCHER: 'nccl' is not one sbatch_benchmarking.sh knows: alltoall, "
                       "deepep or hybridep"),
             std::string::npos);

@@ -10,6 +10,7 @@
 #include "planner/errors.hpp"
 #include "planner/imports/megatron_args.hpp"
 #include "planner/model_files.hpp"
+#include "test_support.hpp"
 
 namespace headroom {
 namespace {
@@ -21,16 +22,6 @@ bool moe_args_derived(const launch_import& l, const std::string& field, const st
   return std::any_of(l.derived.begin(), l.derived.end(),
                      [&](const import_note& n) { return n.field == field && n.value == value; });
 }
-template <class F>
-std::string moe_args_error_of(F f) {
-  try {
-    f();
-  } catch (const bad_input& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // A small MoE model in Megatron's flags; each test adds what it checks.
 const std::string moe_base =
     "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --vocab-size 1024 --seq-length 512 "
@@ -97,19 +88,19 @@ TEST(MegatronArgsMoe, FlexDispatcherIsPricedAsAlltoallWithItsBackendListed) {
   l = moe_import("");
   EXPECT_EQ(l.dispatcher, "allgather");  // transformer_config.py l.891
   // What Megatron refuses (transformer_config.py l.1743-1768), refused here with the flag named.
-  EXPECT_NE(moe_args_error_of([] { moe_import("--moe-enable-deepep"); }).find("--moe-enable-deepep: needs"),
+  EXPECT_NE(test::bad_input_of([] { moe_import("--moe-enable-deepep"); }).find("--moe-enable-deepep: needs"),
             std::string::npos);
-  EXPECT_NE(moe_args_error_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               moe_import("--moe-token-dispatcher-type alltoall --moe-flex-dispatcher-backend ncclep");
             }).find("--moe-flex-dispatcher-backend: ncclep needs"),
             std::string::npos);
-  EXPECT_NE(moe_args_error_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               moe_import(
                   "--moe-token-dispatcher-type flex --moe-expert-capacity-factor 1 "
                   "--moe-pad-expert-input-to-capacity");
             }).find("--moe-pad-expert-input-to-capacity"),
             std::string::npos);
-  EXPECT_NE(moe_args_error_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               moe_import("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend x");
             }).find("--moe-flex-dispatcher-backend"),
             std::string::npos);
@@ -178,7 +169,7 @@ TEST(MegatronArgsMoe, Bf16MomentsByFp8Recipe) {
   EXPECT_EQ(l.recipe, "megatron-distopt-fp8");
   EXPECT_EQ(unmodelled_keys(l), std::vector<std::string>{"--exp-avg-dtype"});
   // Megatron asserts fp32 moments without the precision-aware optimizer (optimizer_config.py l.468-479).
-  EXPECT_NE(moe_args_error_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               moe_import("--use-distributed-optimizer --exp-avg-sq-dtype bf16");
             }).find("--exp-avg-sq-dtype: needs --use-precision-aware-optimizer"),
             std::string::npos);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "planner/errors.hpp"
+#include "test_support.hpp"
 
 using namespace headroom;
 
@@ -28,17 +29,6 @@ bool derived(const launch_import& l, const std::string& field, const std::string
 }
 std::int64_t moe_count(const model_spec& m) {
   return std::count(m.moe.layers.begin(), m.moe.layers.end(), true);
-}
-
-// Returns the bad_input message `f` throws, or "" when it does not throw.
-template <class F>
-std::string megatron_error_of(F f) {
-  try {
-    f();
-  } catch (const bad_input& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The values Megatron-MoE-ModelZoo's runner gives these YAMLs (runtime_configs/benchmarking/runtime.conf @
@@ -298,19 +288,19 @@ TEST(MegatronArgs, PipelineLayoutStrings) {
   EXPECT_EQ(l.vpp, 4);
   EXPECT_TRUE(l.unmodelled.empty());
   // 60 t for 61 layers; an m without --mtp-num-layers; 33 stages for pp 8; a stray character.
-  EXPECT_NE(megatron_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'E|(tt|)*30mL'", "t");
             }).find("holds 60 t layers but --num-layers is 61"),
             std::string::npos);
-  EXPECT_NE(megatron_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'Et|(tt|)*30|mL'", "t");
             }).find("33 stages"),
             std::string::npos);
-  EXPECT_NE(megatron_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'Et|(tt|)*30xmL'", "t");
             }).find("unexpected 'x' (layers are E, t, m, L; | ends a stage) at character 12"),
             std::string::npos);
-  EXPECT_NE(megatron_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               import_megatron_args(model + "--pipeline-model-parallel-layout 'Et|(tt|)*999999(t)*999999'",
                                    "t");
             }).find("over 1,000,000"),
@@ -374,7 +364,7 @@ TEST(MegatronArgs, RealFilesHoldNoUnknownFlag) {
 }
 
 TEST(MegatronArgs, HostileInputs) {
-  const auto err = [](const std::string& text) { return megatron_error_of([&] { import_megatron_args(text, "t"); }); };
+  const auto err = [](const std::string& text) { return test::bad_input_of([&] { import_megatron_args(text, "t"); }); };
   EXPECT_EQ(err("--num-layers"), "--num-layers: is missing its value");
   EXPECT_EQ(err("--num-layers 3x"), "--num-layers: needs an integer, got '3x'");
   EXPECT_NE(err("--num-layers 99999999999999999999999").find("out of range"), std::string::npos);

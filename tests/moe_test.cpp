@@ -149,19 +149,28 @@ TEST(Moe, ExpertStateShardsOverExpertDataParallelRanks) {
   EXPECT_EQ(w.params, 2 * (dense_on_rank + expert_on_rank));  // distopt keeps bf16 weights whole
 }
 
-TEST(Moe, DeepSeekV3StagesPlaceDenseLayersFirstAndMtpLast) {
+// DeepSeek-V3 under Megatron's distributed optimizer at s 4096 on 1024 GPUs, pp 16, ep 64, ZeRO-1.
+problem deepseek_pp16_problem() {
   auto p = preset_problem("deepseek-v3");
   p.precision = load_recipe("megatron-distopt");
   p.training.seq = 4096;
   p.training.global_batch = 8192;
   p.training.attention = attention_kind::flash;
+  return p;
+}
+layout deepseek_pp16_layout(recompute_mode r) {
   layout l;
   l.gpus = 1024;
   l.pp = 16;
   l.ep = 64;
   l.zero = 1;
-  l.recompute = recompute_mode::full;
-  const auto b = estimate(p, l);
+  l.recompute = r;
+  return l;
+}
+
+TEST(Moe, DeepSeekV3StagesPlaceDenseLayersFirstAndMtpLast) {
+  const auto p = deepseek_pp16_problem();
+  const auto b = estimate(p, deepseek_pp16_layout(recompute_mode::full));
   EXPECT_EQ(b.stages[0].layers, 4);
   EXPECT_EQ(b.stages[0].moe_layers, 1);  // layers 0-2 dense, layer 3 MoE
   EXPECT_EQ(b.stages[1].moe_layers, 4);
@@ -178,11 +187,7 @@ TEST(Moe, DeepSeekV3StagesPlaceDenseLayersFirstAndMtpLast) {
 // statistics (12sb); under full recomputation the two inputs and the output layer's. Its loss keeps one more
 // fp32 softmax (4 bytes per logit) and its per-token terms beside the main loss.
 TEST(Moe, MtpModuleOnTheLastStageByHand) {
-  auto p = preset_problem("deepseek-v3");
-  p.precision = load_recipe("megatron-distopt");
-  p.training.seq = 4096;
-  p.training.global_batch = 8192;
-  p.training.attention = attention_kind::flash;
+  const auto p = deepseek_pp16_problem();
   const ledger_shape s = deepseek_shape();
   const std::int64_t sbh = 4096LL * 1 * 7168, sb = 4096;
   const auto mtp = sum_ledger(mtp_module_tensors(p.model, s));
@@ -191,12 +196,7 @@ TEST(Moe, MtpModuleOnTheLastStageByHand) {
   const auto phase = output_phase_tensors(p.model, s);
   const std::int64_t v = 129280;
   EXPECT_EQ(output_phase_peak(phase), sb * v * (4 + 2) + sb * 13 + sb * v * 4 + sb * 13);
-  layout l;
-  l.gpus = 1024;
-  l.pp = 16;
-  l.ep = 64;
-  l.zero = 1;
-  l.recompute = recompute_mode::none;
+  const layout l = deepseek_pp16_layout(recompute_mode::none);
   const auto b = estimate(p, l);
   const auto& last = b.stages[15];
   const auto per_moe_layer = sum_peaks(p.model, shape_of(p, l)).moe_layer.none;

@@ -21,17 +21,6 @@ namespace {
 
 using probes::measurement_record;
 
-// Returns the message of the bad_input `f` throws ("" when it throws none).
-template <class F>
-std::string observe_error_of(F f) {
-  try {
-    f();
-  } catch (const bad_input& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(Observe, CsvRowsConvertUnitsAndQuoting) {
   const std::string csv =
       "name,problem,figure,value,unit,gpu,source\r\n"
@@ -74,14 +63,14 @@ TEST(Observe, HostileTablesNameRowAndColumn) {
       {"", "empty"},
   };
   for (const auto& c : cases) {
-    const std::string e = observe_error_of([&] { observations_from_csv(c.text, "runs.csv"); });
+    const std::string e = test::bad_input_of([&] { observations_from_csv(c.text, "runs.csv"); });
     EXPECT_NE(e.find(c.expect), std::string::npos) << c.text << " -> " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
   // The JSON form: the same columns as keys; a wrong type or key names its run.
   const auto j = nlohmann::json::parse(R"({"runs": [{"problem": "--preset gpt3-1.3b --gpus 8",
       "figure": "allocated_peak", "value": 12.5, "unit": "GiB", "sorce": "x"}]})");
-  EXPECT_NE(observe_error_of([&] {
+  EXPECT_NE(test::bad_input_of([&] {
               observations_from_json(j, "runs.json");
             }).find("row 1, column 'sorce': unknown key (did you mean 'source'?)"),
             std::string::npos);
@@ -90,7 +79,7 @@ TEST(Observe, HostileTablesNameRowAndColumn) {
   k["runs"][0]["value"] = "12.5";
   EXPECT_EQ(observations_from_json(k, "runs.json")[0].bytes, std::llround(12.5 * 1073741824.0));
   k["runs"][0]["value"] = true;
-  EXPECT_NE(observe_error_of([&] { observations_from_json(k, "runs.json"); }).find("column 'value'"),
+  EXPECT_NE(test::bad_input_of([&] { observations_from_json(k, "runs.json"); }).find("column 'value'"),
             std::string::npos);
 }
 
@@ -101,7 +90,7 @@ TEST(Observe, CsvByteOrderMarkIsStripped) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].name, "x");
   // Only at the start: elsewhere it is a byte of a cell.
-  EXPECT_NE(observe_error_of([] { observations_from_csv("problem,\xEF\xBB\xBF" "figure,value,unit\n", "r.csv"); })
+  EXPECT_NE(test::bad_input_of([] { observations_from_csv("problem,\xEF\xBB\xBF" "figure,value,unit\n", "r.csv"); })
                 .find("unknown column"),
             std::string::npos);
 }
@@ -119,24 +108,24 @@ TEST(Observe, FigureBelowTheStateIsRefused) {
   r.figure = figure_kind::reserved_peak;
   r.as_given = "1 MiB";
   r.bytes = std::int64_t{1} << 20;
-  const std::string e = observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); });
+  const std::string e = test::bad_input_of([&] { check_observation_floor(r, p, l, "runs.csv"); });
   EXPECT_NE(e.find("runs.csv: row 7, column 'value'"), std::string::npos) << e;
   EXPECT_NE(e.find("reserved_peak 1 MiB"), std::string::npos) << e;
   EXPECT_NE(e.find("the problem does not describe the run that was measured"), std::string::npos) << e;
   r.bytes = b.worst_stage().persistent;  // exactly the state: possible
-  EXPECT_EQ(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
+  EXPECT_EQ(test::bad_input_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
   r.bytes -= 1;
-  EXPECT_NE(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
+  EXPECT_NE(test::bad_input_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
   EXPECT_GT(b.worst_stage().persistent, std::int64_t{2600} * 1000 * 1000);  // 1.315e9 x 2 bytes at least
   // Above the GPU's memory (a unit slip: 5000 GiB on the default 192 GiB-class GPU) is refused too, at the
   // capacity itself it is possible.
   r.as_given = "5000 GiB";
   r.bytes = std::int64_t{5000} << 30;
-  const std::string above = observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); });
+  const std::string above = test::bad_input_of([&] { check_observation_floor(r, p, l, "runs.csv"); });
   EXPECT_NE(above.find("is above the"), std::string::npos) << above;
   EXPECT_NE(above.find("runs.csv: row 7"), std::string::npos) << above;
   r.bytes = p.device.capacity;
-  EXPECT_EQ(observe_error_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
+  EXPECT_EQ(test::bad_input_of([&] { check_observation_floor(r, p, l, "runs.csv"); }), "");
 }
 
 // The record carries the figure into the field its kind names, and its case exactly.

@@ -1,6 +1,9 @@
 // test_support.hpp: small helpers the planner tests share: loading presets and building problems.
 #pragma once
 
+#include <string>
+
+#include "planner/errors.hpp"
 #include "planner/layout.hpp"
 #include "planner/model_files.hpp"
 #include "planner/recipe.hpp"
@@ -18,6 +21,17 @@ inline const std::string data = HEADROOM_TEST_DATA;
 }  // namespace headroom
 
 namespace headroom::test {
+
+// Runs `f` and returns the message of the bad_input it throws, "" when it throws none.
+template <class F>
+std::string bad_input_of(F f) {
+  try {
+    f();
+  } catch (const bad_input& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // Returns the problem for a preset with the reference case's defaults (bf16-adam, 192 GiB, 10 GiB reserve).
 inline problem preset_problem(const std::string& name) {

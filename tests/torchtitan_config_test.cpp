@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "planner/errors.hpp"
+#include "test_support.hpp"
 
 namespace headroom {
 namespace {
@@ -18,16 +19,6 @@ std::string torchtitan_data(const std::string& name) {
 
 bool titan_has_prefix(const std::vector<std::string>& v, const std::string& prefix) {
   return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
-}
-
-template <class F>
-std::string torchtitan_error_of(F f) {
-  try {
-    f();
-  } catch (const bad_input& e) {
-    return e.what();
-  }
-  return "";
 }
 
 launch_import titan_from(const std::string& toml, std::optional<int> world = std::nullopt,
@@ -85,7 +76,7 @@ TEST(TorchtitanConfig, DeepSeekV3_16bOf2025_10JobKeysAreHarmless) {
   EXPECT_EQ(imp.global_batch, 8 * 8);
   EXPECT_EQ(imp.recompute, recompute_mode::selective_op);
   // The key is still checked by name: a misspelling is refused as one, naming the key it resembles.
-  EXPECT_NE(torchtitan_error_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               titan_from("[job]\nprint_arg = true\n", 8);
             }).find("job.print_arg: unknown key (did you mean 'job.print_args'?)"),
             std::string::npos);
@@ -109,7 +100,7 @@ TEST(TorchtitanConfig, Llama4MaverickWithPipeline) {
   EXPECT_TRUE(imp.split->loss_as_layer);
   EXPECT_EQ(imp.recompute, recompute_mode::full);
   EXPECT_NE(
-      torchtitan_error_of([] { load_torchtitan_config(torchtitan_data("llama4_17bx128e.toml"), {}, 100); }).find("multiple of"),
+      test::bad_input_of([] { load_torchtitan_config(torchtitan_data("llama4_17bx128e.toml"), {}, 100); }).find("multiple of"),
       std::string::npos);
 }
 
@@ -140,11 +131,11 @@ TEST(TorchtitanConfig, DottedOverridesAsTheCommandLineTookThem) {
   EXPECT_EQ(imp.dp, 4);  // 16 / 4
   EXPECT_EQ(imp.recompute, recompute_mode::none);
   EXPECT_EQ(imp.micro_batch, 2);
-  const std::string e = torchtitan_error_of(
+  const std::string e = test::bad_input_of(
       [] { load_torchtitan_config(torchtitan_data("llama3_70b.toml"), {"parallelism.tensor_paralel_degree=4"}, 16); });
   EXPECT_NE(e.find("did you mean 'parallelism.tensor_parallel_degree'"), std::string::npos) << e;
   EXPECT_FALSE(
-      torchtitan_error_of([] { load_torchtitan_config(torchtitan_data("llama3_70b.toml"), {"parallelism"}, 16); }).empty());
+      test::bad_input_of([] { load_torchtitan_config(torchtitan_data("llama3_70b.toml"), {"parallelism"}, 16); }).empty());
 }
 
 TEST(TorchtitanConfig, PipelineSchedulesAndAcOptions) {
@@ -191,11 +182,11 @@ TEST(TorchtitanConfig, DataParallelFlavours) {
   EXPECT_EQ(imp.recipe, "fp32-adam");
   EXPECT_FALSE(imp.reshard_after_forward.has_value());
   // global_batch_size must be a multiple of local x dp (here 8 x 8).
-  EXPECT_NE(torchtitan_error_of([] { titan_from("[training]\nglobal_batch_size = 100\n", 8); }).find("global_batch_size"),
+  EXPECT_NE(test::bad_input_of([] { titan_from("[training]\nglobal_batch_size = 100\n", 8); }).find("global_batch_size"),
             std::string::npos);
   EXPECT_EQ(titan_from("[training]\nglobal_batch_size = 128\n", 8).global_batch, 128);
   EXPECT_TRUE(titan_has_prefix(titan_from("[training]\ndtype = \"bfloat16\"\n", 8).unmodelled, "training.dtype"));
-  EXPECT_NE(torchtitan_error_of([] {
+  EXPECT_NE(test::bad_input_of([] {
               titan_from("[parallelism]\nexpert_tensor_parallel_degree = 2\ntensor_parallel_degree = 4\n", 8);
             }).find("expert_tensor_parallel_degree"),
             std::string::npos);
@@ -203,7 +194,7 @@ TEST(TorchtitanConfig, DataParallelFlavours) {
 
 TEST(TorchtitanConfig, UnknownKeysAreListedNotIgnored) {
   // A misspelling of a known key is refused (planned on, tp would be 1); one far from every key is listed.
-  EXPECT_NE(torchtitan_error_of([] { titan_from("[parallelism]\ntensor_paralel_degree = 2\n", 8); })
+  EXPECT_NE(test::bad_input_of([] { titan_from("[parallelism]\ntensor_paralel_degree = 2\n", 8); })
                 .find("parallelism.tensor_paralel_degree: unknown key (did you mean "
                       "'parallelism.tensor_parallel_degree'?)"),
             std::string::npos);
@@ -224,16 +215,16 @@ TEST(TorchtitanConfig, HostileInputIsOneLineError) {
         std::string("[parallelism]\ntensor_parallel_degree = 1000000\n"
                     "pipeline_parallel_degree = 1000000\ndata_parallel_shard_degree = 1\n"),
         std::string("[training]\nseq_len = nan\n")}) {
-    const std::string e = torchtitan_error_of([&] { titan_from(t, 8); });
+    const std::string e = test::bad_input_of([&] { titan_from(t, 8); });
     EXPECT_FALSE(e.empty()) << t.substr(0, 40);
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
-  EXPECT_FALSE(torchtitan_error_of([] { load_torchtitan_config(torchtitan_data("missing.toml"), {}, 1); }).empty());
+  EXPECT_FALSE(test::bad_input_of([] { load_torchtitan_config(torchtitan_data("missing.toml"), {}, 1); }).empty());
   // tomlplusplus overflows its stack on a dotted key of some ten thousand parts: refused before parsing.
   std::string dotted;
   for (int i = 0; i < 100'000; ++i) dotted += "a.";
-  EXPECT_NE(torchtitan_error_of([&] { titan_from(dotted + "b = 1\n", 8); }).find("nested more than"), std::string::npos);
-  EXPECT_NE(torchtitan_error_of([&] { titan_from("[" + dotted + "b]\n", 8); }).find("nested more than"), std::string::npos);
+  EXPECT_NE(test::bad_input_of([&] { titan_from(dotted + "b = 1\n", 8); }).find("nested more than"), std::string::npos);
+  EXPECT_NE(test::bad_input_of([&] { titan_from("[" + dotted + "b]\n", 8); }).find("nested more than"), std::string::npos);
 }
 
 }  // namespace

@@ -15,6 +15,14 @@ namespace headroom::detail {
 // changing memory in a way the planner does not model (refused by the CLI unless --allow-unmodelled).
 enum class key_use { read, unused, unmodelled };
 
+// Short names for the importers' packed key tables (deepspeed_keys.cpp, torchtitan_keys.cpp): a table opens
+// them with `using namespace key_uses;` inside its own function.
+namespace key_uses {
+inline constexpr auto R = key_use::read;
+inline constexpr auto U = key_use::unused;
+inline constexpr auto X = key_use::unmodelled;
+}  // namespace key_uses
+
 // One row of an importer's key table. `why` says, for an unmodelled key, what it changes.
 struct key_rule {
   const char* key;

@@ -4,17 +4,9 @@
 
 namespace headroom::detail {
 
-// Short names keep the packed rows readable, each table opening them for itself: a unity build may put
-// another importer's tables in the same file.
-namespace deepspeed_key_uses {
-constexpr auto R = key_use::read;
-constexpr auto U = key_use::unused;
-constexpr auto X = key_use::unmodelled;
-}  // namespace deepspeed_key_uses
-
 // Top-level keys (runtime/constants.py, runtime/config.py). Read ones are handled below.
 const std::vector<key_rule>& deepspeed_top_keys() {
-  using namespace deepspeed_key_uses;
+  using namespace key_uses;
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<key_rule> t = {
@@ -49,7 +41,7 @@ const std::vector<key_rule>& deepspeed_top_keys() {
 // zero_optimization keys (zero/config.py l.95-400). The stage 3 ones accept their field name too
 // (pydantic populate_by_name, runtime/config_utils.py l.101-109): both spellings are listed.
 const std::vector<key_rule>& deepspeed_zero_keys() {
-  using namespace deepspeed_key_uses;
+  using namespace key_uses;
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<key_rule> t = {
@@ -87,7 +79,7 @@ const std::vector<key_rule>& deepspeed_zero_keys() {
 // activation_checkpointing keys (runtime/activation_checkpointing/config.py l.27-53). They configure
 // deepspeed.checkpointing, which Megatron-DeepSpeed calls; they do not turn recomputation on.
 const std::vector<key_rule>& deepspeed_ac_keys() {
-  using namespace deepspeed_key_uses;
+  using namespace key_uses;
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<key_rule> t = {
@@ -101,7 +93,7 @@ const std::vector<key_rule>& deepspeed_ac_keys() {
 
 // offload_param / offload_optimizer keys (zero/offload_config.py l.21-105).
 const std::vector<key_rule>& deepspeed_offload_keys() {
-  using namespace deepspeed_key_uses;
+  using namespace key_uses;
   // clang-format off
   static const std::vector<key_rule> t = {
       {"device", R}, {"ratio", R}, {"nvme_path", U}, {"buffer_count", U}, {"buffer_size", U}, {"max_in_cpu", U},
@@ -112,7 +104,7 @@ const std::vector<key_rule>& deepspeed_offload_keys() {
 }
 
 const std::vector<key_rule>& deepspeed_bf16_keys() {
-  using namespace deepspeed_key_uses;
+  using namespace key_uses;
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<key_rule> t = {
@@ -124,7 +116,7 @@ const std::vector<key_rule>& deepspeed_bf16_keys() {
 }
 
 const std::vector<key_rule>& deepspeed_fp16_keys() {
-  using namespace deepspeed_key_uses;
+  using namespace key_uses;
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<key_rule> t = {

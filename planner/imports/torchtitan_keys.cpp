@@ -4,16 +4,8 @@
 
 namespace headroom::detail {
 
-// Short names keep the packed rows readable, opened by the table itself: a unity build may put another
-// importer's tables in the same file.
-namespace torchtitan_key_uses {
-constexpr auto R = key_use::read;
-constexpr auto U = key_use::unused;
-constexpr auto X = key_use::unmodelled;
-}  // namespace torchtitan_key_uses
-
 const std::vector<section_rules>& torchtitan_sections() {
-  using namespace torchtitan_key_uses;
+  using namespace key_uses;
   // One row per key would make the table several screens long: rows are packed by hand.
   // clang-format off
   static const std::vector<section_rules> t = {

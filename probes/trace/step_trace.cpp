@@ -200,7 +200,7 @@ class schedule_walker {
   // The MTP modules after the decoder's last layer (Megatron's MultiTokenPredictionBlock, on the last stage):
   // each a layer of the last layer's kind and the module's own tensors (mtp_module_tensors), kept by the
   // recompute mode's rule as the planner counts them (estimate.cpp mtp_bytes_per_microbatch).
-  const layer_kind& mtp_kind() const { return m_p.model.is_moe_layer(m_p.model.layers - 1) ? m_moe : m_dense; }
+  const layer_kind& mtp_kind() const { return m_p.model.mtp_layer_is_moe() ? m_moe : m_dense; }
   void mtp_forward(std::int64_t mb) {
     for (int k = 0; k < m_p.model.moe.mtp_layers; ++k) {
       const std::string name = "mb" + std::to_string(mb) + ".mtp" + std::to_string(k) + ".";
@@ -245,18 +245,12 @@ class schedule_walker {
     for (std::int64_t u = 0; u < m_units; ++u) gather(chunk, layers_in(chunk) - 1 - u, phase::backward);
     if (m_last && chunk == m_v - 1) {
       const std::string name = "mb" + std::to_string(mb) + ".";
-      // The loss in its order (output_phase_tensors): each step makes its tensors, then frees those whose
-      // last step it is, as output_phase_peak counts them.
+      // The loss in its order, as output_phase_peak counts it (walk_output_phase).
       const auto& loss = m_b.basis.output_phase;
       std::vector<std::int32_t> ids(loss.size(), -1);
-      int last = 0;
-      for (const auto& e : loss) last = std::max(last, e.freed);
-      for (int step = 0; step <= last; ++step) {
-        for (std::size_t i = 0; i < loss.size(); ++i)
-          if (loss[i].made == step) ids[i] = m_tb.alloc(name, loss[i], phase::output);
-        for (std::size_t i = 0; i < loss.size(); ++i)
-          if (loss[i].freed == step) m_tb.free(ids[i], phase::output);
-      }
+      walk_output_phase(
+          loss, [&](std::size_t i) { ids[i] = m_tb.alloc(name, loss[i], phase::output); },
+          [&](std::size_t i) { m_tb.free(ids[i], phase::output); });
       mtp_backward(mb);
     }
     for (std::int64_t j = layers_in(chunk) - 1; j >= 0; --j) {
