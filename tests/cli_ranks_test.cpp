@@ -196,6 +196,15 @@ TEST(CliRanks, TheOneLineRule) {
   EXPECT_LE(newlines.size(), 280u);
   EXPECT_EQ(newlines.find('\n'), std::string::npos);
   EXPECT_EQ(one_line(""), "");
+  // A line too long loses its paths' folders first, so a deep checkout never cuts the cause or the fix.
+  const std::string folders = "/" + std::string(150, 'd') + "/tests/data/torchtitan/";
+  const std::string tail = ": activation_checkpoint.selective_ac_option: \"op\" is not modelled: " +
+                           std::string(100, 'f') + " or --allow-unmodelled";
+  const std::string shortened = one_line("headroom: bad input: " + folders + "a.toml" + tail);
+  EXPECT_EQ(shortened, "headroom: bad input: .../a.toml" + tail);
+  // A short line keeps its paths whole.
+  EXPECT_EQ(one_line("headroom: bad input: /work/x/a.toml: no such file"),
+            "headroom: bad input: /work/x/a.toml: no such file");
 }
 
 TEST(CliRanks, AnOutputPathThatIsNotUtf8IsWritten) {
