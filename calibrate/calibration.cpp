@@ -9,6 +9,7 @@
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
+#include "planner/gpu_types.hpp"
 #include "planner/stage_terms.hpp"
 #include "probes/records/envelope.hpp"
 
@@ -504,6 +505,9 @@ std::vector<std::string> mismatches(const calibration& c, const target& t) {
       out.push_back(std::string(what) + ": the calibration does not say which (planning for '" + want + "')");
   };
   check("GPU", c.gpu, t.gpu);
+  // --gpu-type names a type, the calibration a device: another family or size is another GPU (gpu_types.hpp).
+  if (const gpu_type* g = known_gpu_type(t.gpu_type); g && !c.gpu.empty() && !device_name_may_be(c.gpu, *g))
+    out.push_back("GPU: calibrated on '" + c.gpu + "', planning for --gpu-type " + t.gpu_type);
   check("driver", c.driver, t.driver);
   check("allocator", c.allocator, t.allocator);
   return out;

@@ -127,6 +127,7 @@ reserve_model reserve_of(const calibration& c, const std::string& file);
 // What the planner is told about the machine it plans for (each may be empty: not stated).
 struct target {
   std::string gpu, driver, allocator;
+  std::string gpu_type;  // --gpu-type's name ("h100-80gb"), checked against the calibration's device name
 };
 // Returns one line per mismatch between what the calibration holds for and the target ("GPU: calibrated on
 // 'NVIDIA H200', planning for 'NVIDIA B200'"); empty when they agree or nothing is stated.

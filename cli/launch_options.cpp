@@ -129,8 +129,7 @@ void check_op_policy(const plan_options& o, const std::optional<model_spec>& m, 
                                 : imp.attention         ? std::string(to_string(*imp.attention))
                                                         : o.attention;
   const std::string recipe = given(o, "--recipe") ? o.recipe : imp.recipe.value_or(o.recipe);
-  const char* why = m->mla.enabled()                      ? "multi-latent attention"
-                    : attention != "flash"                ? "eager attention"
+  const char* why = attention == "eager"                  ? "eager attention"
                     : load_recipe(recipe).trains_in_fp8() ? "FP8 linear layers"
                                                           : nullptr;
   if (!why) return;
@@ -144,6 +143,41 @@ void check_op_policy(const plan_options& o, const std::optional<model_spec>& m, 
   imp.unmodelled.push_back(what +
                            " (torchtitan's per-op policy); priced as none, an upper bound (the policy keeps "
                            "a subset of its tensors)");
+}
+
+// Returns the option that names the model on the command line ("--preset llama3-70b"), "" when none does.
+std::string model_flag(const plan_options& o) {
+  if (!o.preset.empty()) return "--preset " + shown_name(o.preset);
+  if (!o.model_file.empty()) return "--model " + shown_name(o.model_file);
+  if (!o.hf_config.empty()) return "--hf-config " + shown_name(o.hf_config);
+  return "";
+}
+
+// A launch file that names its model (a torchtitan [model] name / flavor) is planned as that model: alone, or
+// with a command-line model of the same shape (model_spec.hpp, shape_difference). A command-line model of
+// another shape is refused naming both, never planned in the file's place; a name the file gives that is not in
+// the table is refused unless the command line names the model to plan, and then said.
+void check_named_model(const plan_options& o, launch_import& imp) {
+  const std::string flag = model_flag(o);
+  if (!imp.model_unknown.empty()) {
+    if (flag.empty())
+      throw bad_input(imp.origin, imp.model_unknown + "; or name the model: --preset, --model or --hf-config");
+    imp.derived.push_back({"model", flag, "[model] " + shown_name(imp.model_named) +
+                                              " is not in torchtitan's flavor table: the model the command line "
+                                              "names is planned, unchecked against the file"});
+    return;
+  }
+  if (!imp.model || imp.model_named.empty() || flag.empty()) return;
+  const model_spec given = !o.preset.empty()       ? load_preset(o.preset, preset_dir())
+                           : !o.model_file.empty() ? load_model_file(o.model_file)
+                                                   : load_hf_config(o.hf_config);
+  const std::string diff = shape_difference(*imp.model, given);
+  if (!diff.empty())
+    throw bad_input(imp.origin, "[model] " + shown_name(imp.model_named) + " is not the model " + flag +
+                                    " gives (" + diff + "): drop " + flag.substr(0, flag.find(' ')) +
+                                    " to plan the file's model, or name the file's model there");
+  imp.derived.push_back(
+      {"model", flag, "the same shape as [model] " + shown_name(imp.model_named) + " (torchtitan's flavor table)"});
 }
 
 // Megatron builds layers / pp per stage and refuses a remainder when no split is stated (arguments.py @
@@ -207,8 +241,9 @@ std::vector<launch_import> apply_imports(plan_options& o) {
   } else if (!o.torchtitan_overrides.empty()) {
     throw bad_input("torchtitan-override", "applies to --torchtitan-config");
   }
+  for (auto& imp : imports) check_named_model(o, imp);
   for (auto& imp : imports) {
-    check_op_policy(o, model, imp);
+    check_op_policy(o, model ? model : imp.model, imp);
     // Every unmodelled key by name on the one line (planner/imports/launch.cpp); the reasons are in --explain
     // and in plan --json's "not_modelled".
     if (!imp.unmodelled.empty() && !o.allow_unmodelled) throw bad_input(imp.origin, unmodelled_refusal(imp));

@@ -39,9 +39,12 @@ std::string assumption_lines(const problem& p, const plan_options& o) {
     capacity += ", " + printable(p.device.gpu_type) + "'s total as the driver reports it (--gpu-type, --gpu-mem)";
   else
     capacity += ", the default, a 192 GiB-class GPU (--gpu-type or --gpu-mem)";
-  const char* attention = p.training.attention == attention_kind::eager
-                              ? "eager: the s x s scores are kept for backward (--attention flash)"
-                              : "flash: no s x s scores are kept (--attention eager)";
+  const char* attention =
+      p.training.attention == attention_kind::eager
+          ? "eager: the s x s scores are kept for backward (--attention flash)"
+      : p.training.attention == attention_kind::flex
+          ? "flex: compiled flex_attention, no s x s scores are kept (--attention flash, eager)"
+          : "flash: no s x s scores are kept (--attention eager)";
   const char* loss = p.training.loss == loss_kind::fused
                          ? "fused: Megatron's vocab-parallel cross-entropy, 6 bytes per logit (--loss unfused)"
                          : "unfused: F.cross_entropy on upcast logits, 12 bytes per logit at its peak, 16 under tp (--loss fused)";
@@ -66,7 +69,7 @@ std::string calibration_lines(const calibrate::calibration& c, const problem& p,
                               const plan_options& o) {
   std::string s = "  calibration " + printable(o.calibration) + ": " + std::to_string(c.records.size()) +
                   " records" + (c.gpu.empty() ? "" : ", " + printable(c.gpu)) + "\n";
-  const calibrate::target t{o.target_gpu, o.target_driver, ""};
+  const calibrate::target t{o.target_gpu, o.target_driver, "", o.gpu_type};
   std::vector<std::string> outside;
   if (!c.domain.stated) outside = calibrate::mismatches(c, t);  // a file before the domain: what it holds for
   if (l) {

@@ -71,14 +71,14 @@ void add_launch_and_moe_options(CLI::App* c, plan_options& o) {
 
 void add_problem_options(CLI::App* c, plan_options& o) {
   o.app = c;
-  auto* model = c->add_option_group("model", "exactly one of these");
+  auto* model = c->add_option_group("model", "one of these, or a torchtitan job file that names its model");
   model->add_option("--preset", o.preset, "Model preset name (presets/NAME.json)");
   model->add_option("--model", o.model_file, "Model file in the preset format");
   model->add_option("--hf-config", o.hf_config, "HuggingFace config.json (dense and MoE families)");
   model->add_option("--megatron-args", o.megatron_args,
                     "A Megatron-LM pretrain_gpt.py command line or its YAML form (file or string): model, layout "
                     "and recipe");
-  model->require_option(1);
+  model->require_option(-1);  // at most one; problem_from asks for a model when neither names one
   add_launch_and_moe_options(c, o);
   c->add_option("--seq,--seq-length", o.seq, "Sequence length (default: the model's); 8k = 8192")
       ->transform(count_from_text);
@@ -113,7 +113,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
       ->capture_default_str();
   c->add_flag("--sequence-parallel,!--no-sequence-parallel", o.sequence_parallel,
               "Sequence parallelism with tp > 1 (default on, as Megatron-LM recommends)");
-  c->add_option("--attention", o.attention, "Attention kernel: eager (keeps s x s scores) or flash")
+  c->add_option("--attention", o.attention, "Attention kernel: eager (keeps s x s scores), flash (SDPA's fused kernels) or flex "
+                "(compiled flex_attention)")
       ->check(CLI::IsMember(names_of<attention_kind>()))
       ->capture_default_str();
   c->add_option("--loss", o.loss,
@@ -209,6 +210,49 @@ recompute_mode recompute_from(const std::string& s) {
 }
 
 
+// Refuses an option that cannot apply to the plan it is given with, rather than ignoring it: the one check for
+// options that depend on another (issue 34, class E) and for a sequence a learned position table cannot hold.
+// Where an axis is searched (not given), its dependants are checked against what was given only.
+void check_options_apply(const plan_options& o, const problem& p) {
+  const bool zero_given = given(o, "--zero");
+  if (zero_given && o.zero < 3)
+    // (--no-reshard-after-forward counts as --reshard-after-forward, its negation)
+    for (const char* flag : {"--zero3-live-params", "--zero3-inflight-units", "--reshard-after-forward",
+                             "--offload-params"})
+      if (o.app && o.app->count(flag) > 0)
+        throw bad_input(flag + 2, std::string("applies to ZeRO-3 / FSDP (--zero 3), not --zero ") +
+                                      std::to_string(o.zero));
+  if (zero_given && o.zero == 0 && o.dp_replicate > 1)
+    throw bad_input("dp-replicate", "hybrid sharding replicates over groups that shard (--zero 1, 2 or 3), not "
+                                    "--zero 0: with no sharding every rank is a replica already");
+  if (given(o, "--etp") && o.etp < 1) throw bad_input("etp", "must be at least 1 (give --etp N, or leave it out for tp)");
+  if (!o.recompute_modules.empty()) {
+    if (given(o, "--recompute") && o.recompute != "selective")
+      throw bad_input("recompute-modules", "applies to --recompute selective, not --recompute " + o.recompute);
+    for (const auto& name : o.recompute_modules) {
+      const auto m = parse_name<recompute_module>(name);
+      if (!m) continue;  // problem_from names an unknown module
+      const bool moe_module = *m == recompute_module::moe || *m == recompute_module::moe_act ||
+                              *m == recompute_module::shared_experts;
+      if ((moe_module && !p.model.moe.enabled()) ||
+          (*m == recompute_module::shared_experts && p.model.moe.shared_ffn == 0) ||
+          (*m == recompute_module::mla_up_proj && !p.model.mla.enabled()))
+        throw bad_input("recompute-modules", "'" + name + "' is not a module of " + p.model.name +
+                                                 (moe_module ? " (no experts" + std::string(p.model.moe.enabled()
+                                                                                              ? " shared"
+                                                                                              : "") +
+                                                                   ")"
+                                                             : " (no multi-latent attention)"));
+    }
+  }
+  // A learned position table has max_positions rows: a longer sequence has no embedding to look up.
+  if (p.model.position == position_kind::learned && p.training.seq > p.model.max_positions)
+    throw bad_input("seq", std::to_string(p.training.seq) + " is beyond " + p.model.name + "'s " +
+                               std::to_string(p.model.max_positions) +
+                               " learned positions (its position table has no row past them): --seq " +
+                               std::to_string(p.model.max_positions) + " or less");
+}
+
 }  // namespace
 
 bool given(const plan_options& o, const char* name) {
@@ -232,7 +276,8 @@ problem problem_from(const plan_options& o) {
   else if (!o.hf_config.empty())
     p.model = load_hf_config(o.hf_config);
   else
-    throw bad_input("model", "give --preset, --model, --hf-config or --megatron-args");
+    throw bad_input("model", "give --preset, --model, --hf-config, --megatron-args, or a --torchtitan-config "
+                             "whose [model] names a flavor");
   p.precision = load_recipe(o.recipe);
   p.training.seq = o.seq.value_or(p.model.seq);
   p.training.micro_batch = o.micro_batch;
@@ -244,6 +289,11 @@ problem problem_from(const plan_options& o) {
     p.device.gpu_type = g.name;
     if (!given(o, "--gpu-mem")) p.device.capacity = g.capacity;
     if (!given(o, "--gpus-per-node")) p.device.gpus_per_node = g.gpus_per_node;
+    // An FP8 recipe needs FP8 tensor cores: Transformer Engine and torchao refuse to run one without them.
+    if (p.precision.trains_in_fp8() && !g.fp8)
+      throw bad_input("recipe", p.precision.name + " trains in FP8 and " + g.name + " (" + g.arch +
+                                    ") has no FP8 tensor cores: a recipe without FP8 (`headroom recipes`), "
+                                    "or a GPU with them (--gpu-type h100-80gb)");
   }
   p.training.recompute_modules = o.recompute_modules.empty() ? default_recompute_modules : 0;
   for (const auto& name : o.recompute_modules) {
@@ -279,7 +329,7 @@ problem problem_from(const plan_options& o) {
     if (given(o, "--reserve") || given(o, "--fixed-overheads"))
       throw bad_input("calibration", "replaces --reserve and --fixed-overheads: give one or the other");
     const auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
-    for (const auto& m : calibrate::mismatches(cal, {o.target_gpu, o.target_driver, ""})) {
+    for (const auto& m : calibrate::mismatches(cal, {o.target_gpu, o.target_driver, "", o.gpu_type})) {
       if (o.strict_calibration) throw bad_input("calibration", m + " (--strict-calibration)");
       // plan states it under its title with the rest of the calibration's domain (plan_assumptions.hpp)
       if (!o.calibration_notes_in_output)
@@ -291,6 +341,7 @@ problem problem_from(const plan_options& o) {
     throw bad_input("strict-calibration", "applies to --calibration");
   }
   validate(p.training, p.device);
+  check_options_apply(o, p);
   // Finite and in a documented range, so no NaN or inf reaches the ranking or the JSON.
   auto in_range = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
   if (!in_range(o.costs.tflops, 1e-3, 1e6) || !in_range(o.costs.mfu, 1e-4, 1) ||

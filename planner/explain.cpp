@@ -146,8 +146,11 @@ void explain_ledger_sum(std::ostream& o, const problem& p, const layout& l, std:
   else if (l.recompute == recompute_mode::selective)
     o << "all but the attention core: ";
   else if (l.recompute == recompute_mode::selective_op)
-    o << "the layer input and the op outputs torchtitan's per-op policy saves (every other matmul's, SDPA's, "
-         "the reduce-scatters'): ";
+    o << "the layer input and the op outputs torchtitan's per-op policy saves (every other matmul's, "
+      << (p.training.attention == attention_kind::flex
+              ? "the compiled flex region's output, log-sum-exp and inputs q, k, v, "
+              : "SDPA's, ")
+      << "the reduce-scatters'): ";
   else if (const int n = full_every(l.recompute))
     o << "every tensor of N-1 layers in N and the input of the N-th (N = " << n << ": " << stage_layers << " / "
       << n << " = " << fully_recomputed_layers(l.recompute, stage_layers)
@@ -239,7 +242,11 @@ void explain_activations(std::ostream& o, const problem& p, const breakdown& b) 
   const auto& l = b.where;
   const auto& w = b.worst_stage();
   o << "(b) Activation memory: the ledger of " << (b.basis.moe_ledger.empty() ? "one layer" : "each layer kind")
-    << ", one micro-batch, this rank (" << to_string(p.training.attention) << " attention, "
+    << ", one micro-batch, this rank ("
+    << (p.training.attention == attention_kind::flex
+            ? std::string("flex attention (compiled flex_attention: no s x s tensor)")
+            : std::string(to_string(p.training.attention)) + " attention")
+    << ", "
     << (m.dropout ? "dropout" : "no dropout") << ", " << to_string(m.mlp) << ", tp=" << l.tp
     << (l.sp() ? " with sequence parallel" : "") << (l.cp > 1 ? ", cp=" + std::to_string(l.cp) : "") << ")\n";
   if (!b.basis.moe_ledger.empty()) {

@@ -3,6 +3,7 @@
 #include "gpu_types.hpp"
 
 #include <array>
+#include <cctype>
 
 #include "errors.hpp"
 #include "json_fields.hpp"
@@ -14,27 +15,53 @@ namespace {
 constexpr std::int64_t MiB = 1024 * 1024;
 // Dense bf16 rates: NVIDIA's A100, H100/H200 and B200 datasheets (312, 989, 835 for H100 NVL, 2250) and AMD's
 // MI300X datasheet (1307). Links: NVLink 3 600 GB/s, NVLink 4 900 GB/s, NVLink 5 1800 GB/s (bidirectional
-// per GPU, halved here to one direction), Infinity Fabric 7 x 64 GB/s; one 400 Gb/s NIC per GPU.
+// per GPU, halved here to one direction), Infinity Fabric 7 x 64 GB/s; one 400 Gb/s NIC per GPU. FP8 tensor
+// cores: Hopper and Blackwell (NVIDIA's H100 and B200 datasheets), CDNA3 (AMD's MI300X datasheet); Ampere has
+// none (NVIDIA's A100 datasheet lists FP16, BF16, TF32, INT8 and INT4 tensor cores only).
 constexpr std::array<gpu_type, 7> table = {{
     {"a100-40gb", 40960 * MiB, 312, 300, 25, 8,
-     "nvidia-smi total 40960 MiB (modal-labs/modal-client PR #2797)"},
+     "nvidia-smi total 40960 MiB (modal-labs/modal-client PR #2797)", "sm80", false},
     {"a100-80gb", 81920 * MiB, 312, 300, 25, 8,
-     "nvidia-smi total 81920 MiB (modal-labs/modal-client PR #2797)"},
+     "nvidia-smi total 81920 MiB (modal-labs/modal-client PR #2797)", "sm80", false},
     {"h100-80gb", 81559 * MiB, 989, 450, 50, 8,
-     "nvidia-smi total 81559 MiB, 85,520,809,984 bytes (modal-labs/modal-client PR #2797)"},
+     "nvidia-smi total 81559 MiB, 85,520,809,984 bytes (modal-labs/modal-client PR #2797)", "sm90", true},
     {"h100-94gb", 95830 * MiB, 835, 300, 50, 8,
-     "assumed: the H100 NVL's 94 GB as nvidia-smi is commonly quoted (95830 MiB); not measured here"},
+     "assumed: the H100 NVL's 94 GB as nvidia-smi is commonly quoted (95830 MiB); not measured here", "sm90",
+     true},
     {"h200-141gb", 143771 * MiB, 989, 450, 50, 8,
-     "nvidia-smi total 143771 MiB on the H200 this project borrows (tool library device/KINDS.md)"},
+     "nvidia-smi total 143771 MiB on the H200 this project borrows (tool library device/KINDS.md)", "sm90", true},
     {"b200-192gb", static_cast<std::int64_t>(178.35 * 1024) * MiB, 2250, 900, 50, 8,
-     "CUDA totalGlobalMem 178.35 GiB (pytorch/ao PR #4002); the marketing 192 GB is not what a process gets"},
+     "CUDA totalGlobalMem 178.35 GiB (pytorch/ao PR #4002); the marketing 192 GB is not what a process gets",
+     "sm100", true},
     {"mi300x-192gb", 196592 * MiB, 1307, 448, 50, 8,
-     "assumed: 192 GiB less 16 MiB as rocm-smi is commonly quoted; not measured here"},
+     "assumed: 192 GiB less 16 MiB as rocm-smi is commonly quoted; not measured here", "gfx942", true},
 }};
 }  // namespace
 
 std::span<const gpu_type> gpu_types() {
   return table;
+}
+
+bool device_name_may_be(const std::string& device_name, const gpu_type& g) {
+  std::string lower;
+  for (unsigned char c : device_name) lower += static_cast<char>(std::tolower(c));
+  const std::string type = g.name;
+  const std::string family = type.substr(0, type.find('-'));  // "h100" of "h100-80gb"
+  if (lower.find(family) == std::string::npos) return false;
+  // The memory size the name states, "80gb" (digits right before "gb"), if any, must be the type's.
+  for (std::size_t at = lower.find("gb"); at != std::string::npos; at = lower.find("gb", at + 2)) {
+    std::size_t from = at;
+    while (from > 0 && std::isdigit(static_cast<unsigned char>(lower[from - 1]))) --from;
+    if (from == at) continue;
+    if (type.find("-" + lower.substr(from, at - from + 2)) == std::string::npos) return false;
+  }
+  return true;
+}
+
+const gpu_type* known_gpu_type(const std::string& name) {
+  for (const auto& g : table)
+    if (name == g.name) return &g;
+  return nullptr;
 }
 
 const gpu_type& find_gpu_type(const std::string& name) {

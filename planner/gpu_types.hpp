@@ -18,11 +18,21 @@ struct gpu_type {
   double inter_node_gbs;     // GB/s per GPU across nodes (one 400 Gb/s NIC per GPU = 50 GB/s)
   int gpus_per_node;
   const char* source;        // where the capacity comes from, and whether it was measured
+  // The architecture, and whether its tensor cores multiply FP8 (NVIDIA from sm89, AMD CDNA3): an FP8 recipe
+  // on a GPU without them does not run (Transformer Engine and torchao refuse it), so a plan for one is refused.
+  const char* arch;          // "sm80", "sm90", "sm100", "gfx942"
+  bool fp8 = false;
 };
 
 // Returns every known GPU type, in the order `headroom gpus` lists them.
 std::span<const gpu_type> gpu_types();
 // Returns the GPU type called `name`; throws bad_input naming the closest known names.
 const gpu_type& find_gpu_type(const std::string& name);
+// Returns whether a device name as CUDA or ROCm reports it ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB")
+// may be the GPU type `g`: false when the name holds another family than g's ("a100" for h100-80gb) or states
+// another memory size in GB; true when it names g's family and states no other size ("NVIDIA H100 NVL").
+bool device_name_may_be(const std::string& device_name, const gpu_type& g);
+// Returns the GPU type called exactly `name`, or nullptr (a record's or calibration's GPU, which may be unknown).
+const gpu_type* known_gpu_type(const std::string& name);
 
 }  // namespace headroom

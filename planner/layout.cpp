@@ -149,13 +149,11 @@ std::optional<bad_input> layout_error(const problem& p, const layout& l) {
                                       ") is not modelled by this version: torchtitan counts the blocks across "
                                       "a rank's chunks");
   if (l.recompute == recompute_mode::selective_op) {
-    // The per-op policy's saved tensors are derived for torchtitan's blocks with standard attention and SDPA,
-    // dense or MoE (ledger.cpp, op_policy_entries; docs/model.md "MoE layers under the per-op policy").
-    const char* why = m.mla.enabled()
-                          ? "multi-latent attention (torchtitan's DeepSeek-V3 runs it under flex attention, whose "
-                            "wrapper checkpoints a MoE block's attention and MoE apart)"
-                      : p.training.attention != attention_kind::flash
-                          ? "eager attention (torchtitan runs SDPA: --attention flash)"
+    // The per-op policy's saved tensors are derived for torchtitan's blocks, standard or multi-latent
+    // attention, dense or MoE, under SDPA (flash) or compiled flex attention (ledger.cpp, op_policy_entries;
+    // docs/model.md "torchtitan's per-op policy").
+    const char* why = p.training.attention == attention_kind::eager
+                          ? "eager attention (torchtitan runs SDPA or flex: --attention flash or flex)"
                       : p.precision.trains_in_fp8() ? "FP8 linear layers (torch._scaled_mm is not on its save list)"
                                                     : nullptr;
     if (why)

@@ -63,7 +63,10 @@ constexpr std::int64_t fully_recomputed_layers(recompute_mode r, std::int64_t la
   const int n = full_every(r);
   return n == 0 ? (r == recompute_mode::full ? layers : 0) : layers / n;
 }
-enum class attention_kind { eager, flash };
+// eager: the s x s scores kept; flash: a fused kernel (SDPA's flash, cuDNN or memory-efficient kernels) that
+// keeps its output and a log-sum-exp; flex: PyTorch's compiled flex_attention, which keeps the same, and under
+// torchtitan's per-op policy its compiled region's inputs q, k, v too (ledger.cpp, op_policy_entries).
+enum class attention_kind { eager, flash, flex };
 // How the loss holds the logits (docs/model.md, "The output phase"): fused = Megatron's vocab-parallel
 // cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); unfused = PyTorch's
 // F.cross_entropy on upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
@@ -94,8 +97,8 @@ inline constexpr enum_name<recompute_mode> recompute_mode_names[] = {
     {recompute_mode::full_every_7, "full-every-7"},
     {recompute_mode::full_every_8, "full-every-8"}};
 static_assert(std::size(recompute_mode_names) == recompute_mode_count);
-inline constexpr enum_name<attention_kind> attention_names[] = {{attention_kind::eager, "eager"},
-                                                                {attention_kind::flash, "flash"}};
+inline constexpr enum_name<attention_kind> attention_names[] = {
+    {attention_kind::eager, "eager"}, {attention_kind::flash, "flash"}, {attention_kind::flex, "flex"}};
 inline constexpr enum_name<loss_kind> loss_names[] = {{loss_kind::fused, "fused"},
                                                       {loss_kind::unfused, "unfused"}};
 // Returns the name table of E (chosen by the argument's type; its value is ignored).

@@ -109,28 +109,38 @@ void qk_norm_entries(const model_spec& m, const ledger_shape& s, Add& add) {
 }
 
 
-// Marks or adds, through `add`, what torchtitan's per-op policy keeps of a layer with standard attention
-// (docs/model.md, "torchtitan's per-op policy"): its save list holds aten.mm, the SDPA kernels, the
-// reduce-scatter, max and (DeepSeek-V3, Llama 4) the all-to-all, and of the matmuls it keeps every other one,
-// counting from the block's first (pytorch/torchtitan@99fee810b
-// torchtitan/distributed/activation_checkpoint.py l.92-116, where the count restarts with each block's
-// forward; the same rule at 9dec370 torchtitan/parallelisms/parallelize_llama.py l.214-264). The checkpoint
-// keeps the block's input. A kept
-// output that is a ledger tensor already (SwiGLU's gate, the GeLU input, the q norm's input, SDPA's
-// log-sum-exp) is marked op_saved; the others are added as op_output entries. A MoE layer (torchtitan
-// models/moe.py l.392-468) runs the router's gate, the dispatch all-to-all, the routed experts
-// (torch._grouped_mm: not on the list, recomputed), the combine all-to-all, then the shared experts' w1, w3,
-// w2, and under tensor parallelism reduce-scatters its output. The gate's matmul is forced to recompute and
-// left out of the count (per_op_sac_force_recompute_mm_shapes_by_fqns, default ["moe.router.gate"]:
-// config/job_config.py l.542-544; activation_checkpoint.py l.104-106).
+// Marks or adds, through `add`, what torchtitan's per-op policy keeps of a layer (docs/model.md, "torchtitan's
+// per-op policy"): its save list holds aten.mm, the SDPA kernels, the reduce-scatter, max and (DeepSeek-V3,
+// Llama 4) the all-to-all and the flex HOPs, and of the matmuls it keeps every other one, counting from the
+// block's first (pytorch/torchtitan@99fee810b torchtitan/distributed/activation_checkpoint.py l.92-116, where
+// the count restarts with each block's forward; the same rule at 238fa995 l.98-122, a fresh counter per
+// checkpoint call l.126-128, and at 9dec370 torchtitan/parallelisms/parallelize_llama.py l.214-264). The
+// checkpoint keeps the block's input. A kept output that is a ledger tensor already (SwiGLU's gate or up, the
+// GeLU input, the q norm's input, SDPA's log-sum-exp, flex's q and k) is marked op_saved; the others are added
+// as op_output entries. A MoE layer (torchtitan models/moe.py l.392-468 @99fee810b, l.490, 524, 529 @238fa995)
+// runs the router's gate, the dispatch all-to-all, the routed experts (torch._grouped_mm: not on the list,
+// recomputed), the combine all-to-all, then the shared experts' w1, w3, w2, and under tensor parallelism
+// reduce-scatters its output. The gate's matmul is forced to recompute and left out of the count
+// (per_op_sac_force_recompute_mm_shapes_by_fqns, default ["moe.router.gate"]: config/job_config.py l.542-544
+// @99fee810b, l.661-663 @238fa995; activation_checkpoint.py l.104-106 @99fee810b, l.110-113 @238fa995).
+// Multi-latent attention (DeepSeek-V2/V3, torchtitan models/deepseek_v3/model/model.py @238fa995 Attention.forward
+// l.250-323) runs wq (q_lora_rank = 0, l.273) or wq_a then wq_b (l.275-276), wkv_a (l.288), wkv_b (l.295-297),
+// the core (l.309-316) and wo (l.323): 4 or 5 counted matmuls, so with q_lora_rank > 0 the MLP's parity flips
+// (w3 kept, w1 and w2 recomputed). Under flex attention (attention_kind::flex) the compiled region runs as the
+// inductor_compiled_code HOP, on the 238fa995 save list (models/deepseek_v3/infra/parallelize.py l.33-48;
+// models/attention.py l.115-124 compiles flex_attention with wrap_inductor_compiled_regions), which caches
+// every output of the compiled forward: out, the log-sum-exp and the saved inputs q, k, v. q and k are new
+// tensors (rope, cat); v is a view of the matmul output holding v (wv's, wkv_b's), free when that matmul is
+// kept, else kept whole through it.
 template <class Add>
 void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_layer,
                        std::vector<ledger_entry>& out, Add& add) {
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
   const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
-  const std::int64_t q_width = m.heads / t * m.head_dim;
+  const std::int64_t heads = m.heads / t, q_width = heads * m.head_dim;
   const std::int64_t kv_width = kv_heads_on_rank(m, t) * m.head_dim, f = m.ffn_hidden / t;
   const std::string a16 = std::to_string(act), T = s.sp ? "/t" : "";
+  const bool flex = s.attention == attention_kind::flex;
   auto mark = [&](const char* name) {
     for (auto& e : out)
       if (e.name == name) e.op_saved = true;
@@ -140,18 +150,47 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_laye
   // w3, w2 as in w2(silu(w1(x)) * w3(x)); a GeLU MLP's fc1, fc2; a MoE's shared w1, w3, w2). Under tensor
   // parallelism the row-parallel wo and w2 return partial sums over the whole hidden size before their
   // reduce-scatter; the MoE's input is all-gathered first (llama4/infra/parallelize.py l.451-459), so the
-  // shared experts see every token of the rank's tp group.
+  // shared experts see every token of the rank's tp group. Every output has one row per token of the cp rank
+  // (s*b): the attention's input is all-gathered under tp too.
   struct mm {
     const char* name;
     const char* formula;
     std::int64_t width;
     const char* ledger_name;  // the ledger tensor this output is, or nullptr
   };
-  std::vector<mm> mms = {
-      {"attn.wq.output", "*s*b*a*d/t", q_width, m.qk_norm ? "attn.q_norm.input" : nullptr},
-      {"attn.wk.output", "*s*b*kv*d/t", kv_width, m.qk_norm ? "attn.k_norm.input" : nullptr},
-      {"attn.wv.output", "*s*b*kv*d/t", kv_width, nullptr},
-      {"attn.wo.output", "*s*b*h", h, nullptr}};
+  std::vector<mm> mms;
+  std::size_t v_base = 2;  // the matmul whose output v is a view of: wv, or MLA's wkv_b
+  const char* core_formula = "*s*b*a*d/t";
+  std::int64_t core_width = q_width;
+  if (!m.mla.enabled()) {
+    mms = {{"attn.wq.output", "*s*b*a*d/t", q_width, m.qk_norm ? "attn.q_norm.input" : nullptr},
+           {"attn.wk.output", "*s*b*kv*d/t", kv_width, m.qk_norm ? "attn.k_norm.input" : nullptr},
+           {"attn.wv.output", "*s*b*kv*d/t", kv_width, nullptr},
+           {"attn.wo.output", "*s*b*h", h, nullptr}};
+  } else {
+    // torchtitan's DeepSeek-V3 TP plan (models/deepseek_v3/infra/parallelize.py @238fa995): the attention's
+    // input all-gathered to Replicate (l.259-267); wq (l.284-286), wq_b (l.293) and wkv_b (l.272) column-
+    // parallel (/t); wq_a (l.292) and wkv_a (l.271) NoParallel, every token of the rank on every tp rank; wo
+    // row-parallel to Shard(1) (l.276), a partial sum over every token before its reduce-scatter. None of
+    // these outputs is one of the ledger's MLA tensors (Megatron's latents are sequence-parallel rows).
+    const auto& x = m.mla;
+    const std::int64_t qk = heads * (x.qk_nope_head_dim + x.qk_rope_head_dim);
+    const mm wkv_a{"attn.wkv_a.output", "*s*b*(kv_lora+rope)", x.kv_lora_rank + x.qk_rope_head_dim, nullptr};
+    const mm wkv_b{"attn.wkv_b.output", "*s*b*a*(nope+v)/t", heads * (x.qk_nope_head_dim + x.v_head_dim), nullptr};
+    const mm out_proj{"attn.wo.output", "*s*b*h", h, nullptr};
+    if (x.q_lora_rank == 0)
+      mms = {{"attn.wq.output", "*s*b*a*(nope+rope)/t", qk, nullptr}, wkv_a, wkv_b, out_proj};
+    else
+      mms = {{"attn.wq_a.output", "*s*b*q_lora", x.q_lora_rank, nullptr},
+             {"attn.wq_b.output", "*s*b*a*(nope+rope)/t", qk, nullptr},
+             wkv_a,
+             wkv_b,
+             out_proj};
+    v_base = mms.size() - 2;
+    core_formula = "*s*b*a*v/t";
+    core_width = heads * x.v_head_dim;
+  }
+  const std::size_t attention_mms = mms.size(), wo = attention_mms - 1;  // the core runs before wo
   const std::int64_t fs = m.moe.shared_ffn / t;
   if (moe_layer && fs > 0)
     mms.insert(mms.end(), {{"moe.shared.w1.output", "*s*b*Fs/t", fs, nullptr},
@@ -180,25 +219,35 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_laye
     add("moe.dispatch.all_to_all.output", a16 + "*R*h", {routed_rows(m, s), h}, act, act_role::op_output);
     add("moe.combine.all_to_all.output", a16 + "*k*s*b*etp*h" + T, {own, h}, act, act_role::op_output);
   };
+  auto kept = [](std::size_t i) { return i % 2 == 0; };  // the 1st, 3rd, ... matmul kept, the 2nd, 4th, ... not
   for (std::size_t i = 0; i < mms.size(); ++i) {
     const auto& x = mms[i];
-    if (i == 3) {  // SDPA runs between wv and wo: its output and (flash) its log-sum-exp are on the list
-      add("attn.sdpa.output", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::op_output);
-      if (s.attention == attention_kind::flash) mark("attn.flash.logsumexp");
+    if (i == wo) {
+      // The core runs before wo. SDPA (flash, memory-efficient, cuDNN: on the list) keeps its output and its
+      // fp32 log-sum-exp; the compiled flex region the same, and its inputs q, k (the ledger's attn.q, attn.k)
+      // and v, a view of mms[v_base]'s output: kept here when that matmul is not.
+      add(flex ? "attn.flex.output" : "attn.sdpa.output", a16 + core_formula, {s_local, b, core_width}, act,
+          act_role::op_output);
+      if (s.attention == attention_kind::flash || flex) mark("attn.flash.logsumexp");
+      if (flex) {
+        mark("attn.q");
+        mark("attn.k");
+        const auto& v = mms[v_base];
+        if (!kept(v_base)) add(v.name, a16 + v.formula, {s_local, b, v.width}, act, act_role::op_output);
+      }
     }
-    if (i == 4 && moe_layer) all_to_alls();
-    const bool saved = i % 2 == 0;  // the 1st, 3rd, ... matmul is kept, the 2nd, 4th, ... recomputed
-    if (saved && x.ledger_name) mark(x.ledger_name);
-    if (saved && !x.ledger_name)
+    if (i == attention_mms && moe_layer) all_to_alls();
+    if (kept(i) && x.ledger_name) mark(x.ledger_name);
+    if (kept(i) && !x.ledger_name)
       add(x.name, a16 + x.formula, {s_local, b, x.width}, act, act_role::op_output);
     // The row-parallel outputs' reduce-scatter under sequence parallelism (torchtitan's TP plan: wo and w2
     // are RowwiseParallel with a sequence-sharded output; the shared experts' w2 leaves a partial sum).
-    if ((i == 3 || (!moe_layer && i + 1 == mms.size())) && s.sp)
+    if ((i == wo || (!moe_layer && i + 1 == mms.size())) && s.sp)
       add(std::string(x.name) + ".reduce_scatter", a16 + "*s*b*h" + T, {s_sp, b, h}, act,
           act_role::op_output);
   }
   if (!moe_layer) return;
-  if (mms.size() == 4) all_to_alls();
+  if (mms.size() == attention_mms) all_to_alls();
   // The MoE output's reduce-scatter (PrepareModuleInputOutput: Partial to Shard(1), l.451-457).
   if (s.sp) add("moe.output.reduce_scatter", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::op_output);
 }
@@ -267,7 +316,8 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
           act_role::attention_core);
     }
   } else {
-    // A flash kernel keeps no s x s tensor, only the fp32 log-sum-exp of each row.
+    // A fused kernel (flash, or flex's compiled flex_attention) keeps no s x s tensor, only the fp32
+    // log-sum-exp of each row.
     add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
   }
   if (!m.mla.enabled()) add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
@@ -281,7 +331,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   if (moe_layer) {
     moe_mlp_entries(m, s, T, a16, add);
     if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
-    if (s.op_policy && !m.mla.enabled()) op_policy_entries(m, s, true, out, add);
+    if (s.op_policy) op_policy_entries(m, s, true, out, add);
     return out;
   }
   const std::uint32_t mlp = bit(recompute_module::mlp);
@@ -296,7 +346,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   }
   add("mlp.fc2.input", lin16 + "*s*b*f/t", {s_local, b, f}, lin, act_role::saved, mlp);
   if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);
-  if (s.op_policy && !m.mla.enabled()) op_policy_entries(m, s, false, out, add);
+  if (s.op_policy) op_policy_entries(m, s, false, out, add);
   return out;
 }
 

@@ -101,8 +101,9 @@ ledger_shape shape_of(const problem& p, const layout& l);
 // Returns, in order of creation in the forward pass, the tensors one layer keeps for backward for one
 // micro-batch on one rank, without recomputation: the attention (standard or multi-latent) and the MLP, a
 // MoE one (router, dispatch, routed and shared experts) when `moe_layer`. Standard attention lists the
-// per-head q/k norms' inputs and statistics when m.qk_norm. With s.op_policy, a layer (dense or MoE) with
-// standard attention also lists the op outputs torchtitan's per-op policy keeps (op_policy_entries).
+// per-head q/k norms' inputs and statistics when m.qk_norm. With s.op_policy, a layer (dense or MoE,
+// standard or multi-latent attention, SDPA or flex) also lists the op outputs torchtitan's per-op policy
+// keeps and marks the ledger tensors it keeps (op_policy_entries in ledger.cpp).
 // Throws bad_input if a byte count would overflow, or when `moe_layer` is asked of a dense model.
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer = false);
 

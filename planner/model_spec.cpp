@@ -402,6 +402,39 @@ void read_moe_and_mla(const nlohmann::json& j, const std::string& origin, model_
 }
 }  // namespace
 
+std::string shape_difference(const model_spec& a, const model_spec& b) {
+  auto num = [](const char* what, std::int64_t x, std::int64_t y) {
+    return x == y ? std::string() : std::string(what) + " " + std::to_string(x) + " and " + std::to_string(y);
+  };
+  auto yes = [](bool v) { return v ? "yes" : "no"; };
+  const bool dense_a = std::find(a.moe.layers.begin(), a.moe.layers.end(), false) != a.moe.layers.end() ||
+                       !a.moe.enabled();
+  const bool dense_b = std::find(b.moe.layers.begin(), b.moe.layers.end(), false) != b.moe.layers.end() ||
+                       !b.moe.enabled();
+  for (std::string d :
+       {num("layers", a.layers, b.layers), num("hidden", a.hidden, b.hidden), num("heads", a.heads, b.heads),
+        num("kv heads", a.kv_heads, b.kv_heads), num("head dim", a.head_dim, b.head_dim),
+        // The dense FFN width matters only where a dense layer is built (an all-MoE model states its own).
+        dense_a || dense_b ? num("ffn hidden", a.ffn_hidden, b.ffn_hidden) : std::string(),
+        num("vocabulary", a.vocab, b.vocab), num("experts", a.moe.experts, b.moe.experts),
+        num("top-k", a.moe.top_k, b.moe.top_k), num("expert ffn", a.moe.expert_ffn, b.moe.expert_ffn),
+        num("shared-expert ffn", a.moe.shared_ffn, b.moe.shared_ffn),
+        num("MTP layers", a.moe.mtp_layers, b.moe.mtp_layers),
+        num("q LoRA rank", a.mla.q_lora_rank, b.mla.q_lora_rank),
+        num("kv LoRA rank", a.mla.kv_lora_rank, b.mla.kv_lora_rank),
+        num("qk nope head dim", a.mla.qk_nope_head_dim, b.mla.qk_nope_head_dim),
+        num("qk rope head dim", a.mla.qk_rope_head_dim, b.mla.qk_rope_head_dim),
+        num("v head dim", a.mla.v_head_dim, b.mla.v_head_dim)})
+    if (!d.empty()) return d;
+  if (a.moe.enabled() && b.moe.enabled() && a.moe.layers != b.moe.layers) return "the MoE layers' placement";
+  if (a.tied_embeddings != b.tied_embeddings)
+    return std::string("tied embeddings ") + yes(a.tied_embeddings) + " and " + yes(b.tied_embeddings);
+  if (a.mlp != b.mlp) return std::string("mlp ") + to_string(a.mlp) + " and " + to_string(b.mlp);
+  if (a.norm != b.norm) return std::string("norm ") + to_string(a.norm) + " and " + to_string(b.norm);
+  if (a.qk_norm != b.qk_norm) return std::string("q/k norms ") + yes(a.qk_norm) + " and " + yes(b.qk_norm);
+  return "";
+}
+
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");

@@ -141,6 +141,13 @@ param_counts count_params(const model_spec& m);
 // every reader ends with it, and estimate() runs it again on what it is given.
 void validate(const model_spec& m);
 
+// Returns the first way `a` and `b` differ in shape (what their parameters and activations are made of:
+// layers, widths, heads, vocabulary, tied embeddings, MLP and norm kinds, q/k norms, experts and their
+// placement, MTP layers, multi-latent attention), as "layers 80 and 48"; "" when they are the same model
+// whatever their names, sources, default sequence, positions, dropout or biases. Two launches that name one
+// model are checked with it before one is planned as the other.
+std::string shape_difference(const model_spec& a, const model_spec& b);
+
 // Reads the preset / model-file format (docs/model.md, "Model files"). Throws bad_input.
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json model_to_json(const model_spec& m);

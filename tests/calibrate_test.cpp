@@ -157,8 +157,8 @@ TEST(Calibrate, FileRoundTripsAndFeedsThePlanner) {
   // Mismatches are named.
   calibration named = c;
   named.gpu = "NVIDIA H200";
-  EXPECT_EQ(mismatches(named, {"NVIDIA H200", "", ""}).size(), 0u);
-  const auto m = mismatches(named, {"NVIDIA B200", "", ""});
+  EXPECT_EQ(mismatches(named, {"NVIDIA H200", "", "", ""}).size(), 0u);
+  const auto m = mismatches(named, {"NVIDIA B200", "", "", ""});
   ASSERT_EQ(m.size(), 1u);
   EXPECT_NE(m[0].find("NVIDIA B200"), std::string::npos);
 }
@@ -173,7 +173,7 @@ TEST(Calibrate, FileWithoutDomainStillReads) {
   EXPECT_EQ(reserve_of(c, "x").activation_extra, 0.0);
   EXPECT_EQ(c.terms[0].value, 1073741824.0);  // as the file states it
   const auto lines = outside_domain(c, test::preset_problem("gpt3-1.3b"),
-                                    test::make_layout(8, 1, recompute_mode::none), {"NVIDIA H200", "", ""});
+                                    test::make_layout(8, 1, recompute_mode::none), {"NVIDIA H200", "", "", ""});
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("states no domain"), std::string::npos);
   EXPECT_FALSE(fixed_is_prior(c));  // the file says its fixed term was fitted

@@ -30,18 +30,26 @@ std::string written(const std::string& name, const std::string& text) {
   return p;
 }
 
-const std::string dsv3_titan = "plan --preset deepseek-v3 --torchtitan-config " + data +
-                               "/torchtitan/deepseek_v3_671b.toml --gpus 256 --gpu-type h100-80gb ";
+// Item 5: torchtitan's per-op policy where it is not priced: FP8 linear layers (torch._scaled_mm is not on its
+// save list). A float8 Llama 3 8B job file with selective_ac_option "op".
+std::string op_fp8_titan() {
+  return "plan --torchtitan-config " +
+         written("op_fp8.toml",
+                 "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
+                 "[training]\nlocal_batch_size = 1\nseq_len = 8192\n"
+                 "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n") +
+         " --gpus 8 --gpu-type h100-80gb ";
+}
 
-// Item 5: torchtitan's per-op policy on a multi-latent-attention model.
-TEST(CliImportFixes, PerOpPolicyOnMlaNamesRecomputeAndTheOverride) {
-  refused_with(run(dsv3_titan),
-               "deepseek_v3_671b.toml: activation_checkpoint.selective_ac_option: \"op\" is not modelled for "
-               "multi-latent attention: --recompute full|selective|none, --torchtitan-override "
+TEST(CliImportFixes, PerOpPolicyWhereUnpricedNamesRecomputeAndTheOverride) {
+  const std::string titan = op_fp8_titan();
+  refused_with(run(titan),
+               "op_fp8.toml: activation_checkpoint.selective_ac_option: \"op\" is not modelled for "
+               "FP8 linear layers: --recompute full|selective|none, --torchtitan-override "
                "activation_checkpoint.mode=full, or --allow-unmodelled");
-  planned(run(dsv3_titan + "--recompute full"));
-  planned(run(dsv3_titan + "--torchtitan-override activation_checkpoint.mode=full"));
-  const result allowed = run(dsv3_titan + "--allow-unmodelled --explain");
+  planned(run(titan + "--recompute full"));
+  planned(run(titan + "--torchtitan-override activation_checkpoint.mode=full"));
+  const result allowed = run(titan + "--allow-unmodelled --explain");
   planned(allowed);
   EXPECT_NE(allowed.out.find(
                 "NOT MODELLED (allowed by --allow-unmodelled): activation_checkpoint.selective_ac_option"),

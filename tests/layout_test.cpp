@@ -72,7 +72,7 @@ TEST(Layout, OneNameTablePerEnum) {
             (std::vector<std::string>{"none", "selective", "full", "selective-op", "full-every-2", "full-every-3",
                                       "full-every-4", "full-every-5", "full-every-6", "full-every-7",
                                       "full-every-8"}));
-  EXPECT_EQ(names_of<attention_kind>(), (std::vector<std::string>{"eager", "flash"}));
+  EXPECT_EQ(names_of<attention_kind>(), (std::vector<std::string>{"eager", "flash", "flex"}));
   EXPECT_EQ(names_phrase<recompute_mode>(),
             "none, selective, full, selective-op, full-every-2, full-every-3, full-every-4, full-every-5, "
             "full-every-6, full-every-7 or full-every-8");

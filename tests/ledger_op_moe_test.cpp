@@ -121,10 +121,9 @@ TEST(LedgerOpMoe, QkNormModelKeepsItsNormInputAndTheAllToAlls) {
 
 // DeepSeek-V3 16B's MoE (torchtitan models/deepseek_v3/__init__.py "16B": dim 2048, 64 experts, top 6,
 // moe_inter_dim 1408, 2 shared experts) at its train config (deepseek_v3_16b.toml: seq_len 4096,
-// local_batch_size 8, ep 8, tp 1). Its attention is MLA under flex attention, which this version refuses
-// under the op policy; the MoE module keeps the same outputs either way (the flex wrapper checkpoints the MoE
-// alone, where shared w1 is the 1st counted matmul and w2 the 3rd, as the 5th and 7th after a 4-matmul
-// attention), so a standard-attention stand-in with its widths tests them. Per token, bf16: dispatch
+// local_batch_size 8 @ 99fee810b, 4 @ 238fa995, ep 8, tp 1). Its attention is MLA (q_lora_rank 0: wq, wkv_a,
+// wkv_b, wo, four counted matmuls, tests/ledger_op_mla_test.cpp), so shared w1 is the 5th counted matmul and w2
+// the 7th, as after a standard 4-matmul attention: a standard-attention stand-in with its widths tests them. Per token, bf16: dispatch
 // 6 x 2048, combine 6 x 2048, shared w1 2 x 1408 = 2816, shared w2 2048: 58,880 bytes; x 32,768 tokens.
 TEST(LedgerOpMoe, DeepSeekV3_16bMoeKeepsItsFourOutputs) {
   model_spec m = ledger_op_moe_toy(true);

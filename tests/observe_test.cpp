@@ -258,14 +258,14 @@ TEST(Observe, DomainIsRecordedAndChecked) {
       1u);
   // Inside: a case like the records, on their GPU.
   EXPECT_TRUE(outside_domain(c, test::preset_problem("gpt3-1.3b"),
-                             test::make_layout(8, 1, recompute_mode::none), {"NVIDIA H100", "", ""})
+                             test::make_layout(8, 1, recompute_mode::none), {"NVIDIA H100", "", "", ""})
                   .empty());
   // Outside: another GPU, a model ten times the largest, another recipe, a sequence 4x the longest.
   problem big = test::preset_problem("llama2-70b");
   big.precision = load_recipe("fp32-adam");
   big.training.seq = 16384;
   const auto lines =
-      outside_domain(c, big, test::make_layout(64, 3, recompute_mode::full, 8), {"NVIDIA B200", "", ""});
+      outside_domain(c, big, test::make_layout(64, 3, recompute_mode::full, 8), {"NVIDIA B200", "", "", ""});
   auto has = [&](const char* s) {
     return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(s, 0) == 0; });
   };
@@ -282,8 +282,8 @@ TEST(Observe, DomainIsRecordedAndChecked) {
   const calibration c12 = calibration_from_json(v12, "v12.json");
   EXPECT_TRUE(c12.domain.recompute.empty());
   const layout every2 = test::make_layout(8, 1, full_every_mode(2));
-  EXPECT_TRUE(outside_domain(c12, test::preset_problem("gpt3-1.3b"), every2, {"NVIDIA H100", "", ""}).empty());
-  EXPECT_EQ(outside_domain(c, test::preset_problem("gpt3-1.3b"), every2, {"NVIDIA H100", "", ""}),
+  EXPECT_TRUE(outside_domain(c12, test::preset_problem("gpt3-1.3b"), every2, {"NVIDIA H100", "", "", ""}).empty());
+  EXPECT_EQ(outside_domain(c, test::preset_problem("gpt3-1.3b"), every2, {"NVIDIA H100", "", "", ""}),
             std::vector<std::string>{"recompute: planning for 'full-every-2', fitted on 'none', 'selective', 'full'"});
 }
 

@@ -27,7 +27,12 @@ struct import_note {
 
 struct launch_import {
   std::string origin;               // the file or "megatron arguments"
-  std::optional<model_spec> model;  // when the launch states the model's shape (Megatron arguments)
+  std::optional<model_spec> model;  // when the launch states the model's shape (Megatron arguments, a
+                                    // torchtitan flavor)
+  std::string model_named;          // the model the file names by name ("llama3/8B"), "" when none
+  // A model the file names and the importer cannot find (a flavor outside the table): why, with the nearest
+  // names. The CLI refuses it unless the command line names the model to plan.
+  std::string model_unknown;
   std::optional<std::string> recipe;  // a built-in recipe name (recipe.hpp), when the launch implies one
   std::optional<std::string> fp8;     // "delayed", "current", "blockwise", "mxfp8" (FP8 training requested)
   // Layout pieces the launch states (unset: not stated; the CLI's flags or defaults apply).

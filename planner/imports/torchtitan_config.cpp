@@ -9,6 +9,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/imports/config_file.hpp"
+#include "planner/imports/torchtitan_flavors.hpp"
 #include "planner/imports/torchtitan_keys.hpp"
 #include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
@@ -430,12 +431,43 @@ void read_converters(const json& root, const json& m, launch_import& imp) {
   }
 }
 
-void read_model_and_optimizer(const json& root, launch_import& imp) {
-  const json& m = section_of(root, "model");
+// [model] name / flavor: the model from torchtitan's flavor table (torchtitan_flavors.hpp), with the attention
+// kernel its args select. A file that states neither names no model (the command line must).
+void read_model(const json& m, launch_import& imp) {
+  if (!m.contains("name") && !m.contains("flavor")) return;
   const std::string name = opt_str(m, "name", "model", "llama3");
   const std::string flavor = opt_str(m, "flavor", "model", "debugmodel");
-  imp.derived.push_back({"model", shown_name(name) + " " + shown_name(flavor),
-                         "[model] name/flavor, recorded only: the model comes from --preset or --hf-config"});
+  imp.model_named = name + "/" + flavor;
+  std::optional<torchtitan_flavor> f;
+  try {
+    f = find_torchtitan_flavor(name, flavor, torchtitan_flavor_table_path());
+  } catch (const bad_input& e) {
+    imp.model_unknown = e.what();
+    return;
+  }
+  if (!f) {
+    imp.model_unknown = "model.name: '" + shown_name(name) +
+                        "' is not a model of torchtitan @ 238fa995 (presets/torchtitan/flavors.json: deepseek_v3, "
+                        "llama3, llama3_ft, llama4, qwen3, gpt_oss, flux)";
+    return;
+  }
+  // First on the refusal line: the model itself, before the keys its own sections add.
+  if (!f->not_modelled.empty())
+    imp.unmodelled.insert(imp.unmodelled.begin(), "[model] " + f->key + ": " + f->not_modelled);
+  if (!f->model) return;
+  imp.model = f->model;
+  imp.derived.push_back({"model", f->key,
+                         "[model] name/flavor: torchtitan's flavor table @ 238fa995 (presets/torchtitan/flavors.json)"});
+  imp.attention = f->attention;
+  imp.derived.push_back({"attention", to_string(f->attention),
+                         "the flavor's attn_type \"" + f->attn_type + "\"" +
+                             (f->attention == attention_kind::flex ? ": compiled flex_attention"
+                                                                    : ": SDPA's fused kernels (no s x s tensor)")});
+}
+
+void read_model_and_optimizer(const json& root, launch_import& imp) {
+  const json& m = section_of(root, "model");
+  read_model(m, imp);
   read_converters(root, m, imp);
   const json& o = section_of(root, "optimizer");
   const std::string opt = opt_str(o, "name", "optimizer", "AdamW");
@@ -451,6 +483,36 @@ void read_model_and_optimizer(const json& root, launch_import& imp) {
                              " dispatch buffers");
 }
 
+// The keys torchtitan moved to [parallelism] in one commit, 785c34c99 (PR #980, 2025-03-18), from [training]
+// and [experimental], with no alias kept: a job file written before it is read as torchtitan read it then. A key
+// set in both places with different values is refused (which one ran depends on the torchtitan version).
+void read_moved_keys(json& root, launch_import& imp) {
+  static const std::pair<const char*, const char*> moved[] = {
+      {"training", "data_parallel_replicate_degree"}, {"training", "data_parallel_shard_degree"},
+      {"training", "tensor_parallel_degree"},         {"training", "disable_loss_parallel"},
+      {"training", "fsdp_reshard_after_forward"},     {"experimental", "pipeline_parallel_degree"},
+      {"experimental", "pipeline_parallel_schedule"}, {"experimental", "pipeline_parallel_schedule_csv"},
+      {"experimental", "pipeline_parallel_split_points"}, {"experimental", "context_parallel_degree"},
+      {"experimental", "context_parallel_rotate_method"}, {"experimental", "enable_async_tensor_parallel"},
+      {"experimental", "enable_compiled_autograd"}};
+  for (const auto& [section, key] : moved) {
+    auto sec = root.find(section);
+    if (sec == root.end() || !sec->is_object() || !sec->contains(key)) continue;
+    const std::string old_name = std::string(section) + "." + key;
+    json& par = root["parallelism"];
+    if (par.is_null()) par = json::object();
+    if (!par.is_object()) throw bad_input("parallelism", "must be a table ([parallelism])");
+    if (par.contains(key) && par[key] != (*sec)[key])
+      throw bad_input(old_name, "is " + (*sec)[key].dump() + " here and " + par[key].dump() +
+                                    " in [parallelism]: torchtitan reads only [parallelism] since 785c34c99 "
+                                    "(PR #980, 2025-03-18); remove one");
+    par[key] = (*sec)[key];
+    sec->erase(key);
+    imp.derived.push_back({std::string("parallelism.") + key, par[key].dump(),
+                           "read from " + old_name + ", where torchtitan kept it until 785c34c99 (PR #980, 2025-03-18)"});
+  }
+}
+
 launch_import import_toml(const std::string& text, const std::string& origin,
                           const std::vector<std::string>& overrides, std::optional<int> world) {
   if (world && *world < 1) throw bad_input("world size", "must be at least 1");
@@ -458,18 +520,21 @@ launch_import import_toml(const std::string& text, const std::string& origin,
   for (const auto& o : overrides) apply_override(root, o);
   launch_import imp;
   imp.origin = origin;
+  read_moved_keys(root, imp);
   classify_all(root, imp);
   const json& par = section_of(root, "parallelism");
   const degrees d = read_degrees(par, world, imp);
   read_reshard(par, d, imp);
   read_pipeline(par, d, imp);
   read_training(section_of(root, "training"), d, imp);
-  read_ac(section_of(root, "activation_checkpoint"), imp);
   read_model_and_optimizer(root, imp);
-  // torchtitan's attention is F.scaled_dot_product_attention (models/llama/model.py @ 9dec370 l.209): a fused
-  // kernel that keeps no s x s tensor, priced as flash.
-  imp.attention = attention_kind::flash;
-  imp.derived.push_back({"attention", "flash", "torchtitan's attention is SDPA (a fused kernel)"});
+  read_ac(section_of(root, "activation_checkpoint"), imp);
+  // Without a flavor, torchtitan's attention is F.scaled_dot_product_attention (models/llama/model.py @ 9dec370
+  // l.209): a fused kernel that keeps no s x s tensor, priced as flash.
+  if (!imp.attention) {
+    imp.attention = attention_kind::flash;
+    imp.derived.push_back({"attention", "flash", "torchtitan's attention is SDPA (a fused kernel)"});
+  }
   // Its loss is F.cross_entropy on the logits cast to fp32 (torchtitan/components/loss.py,
   // cross_entropy_loss; train.py's loss_fn before it, at 9dec370): the unfused loss, an fp32 logits copy.
   imp.loss = loss_kind::unfused;

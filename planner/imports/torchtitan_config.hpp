@@ -1,7 +1,8 @@
 // torchtitan_config.hpp: the torchtitan TOML job file importer (--torchtitan-config). torchtitan read TOML
 // job files (torchtitan/models/*/train_configs/*.toml) until its config refactor of 2026-02-23 (PR #2386,
 // commit 9810191bb); this reads that format as of the last commit before it (238fa995), with the older
-// spellings users still hold. The model comes from --preset/--hf-config; [model] is recorded only.
+// spellings users still hold, and the degrees of files written before [parallelism] (2025-03). [model] name /
+// flavor give the model, from torchtitan's flavor table (torchtitan_flavors.hpp).
 #pragma once
 
 #include <optional>

@@ -30,7 +30,10 @@ const std::vector<section_rules>& torchtitan_sections() {
       {"dataset", U}, {"dataset_path", U}, {"max_norm", U}, {"steps", U}, {"gc_freq", U}, {"gc_debug", U},
       {"dataloader", U}, {"seed", U}, {"deterministic", U}, {"compile", U},
       // compile and warmup_steps: spellings of 2025
-      {"warmup_steps", U}}},
+      {"warmup_steps", U},
+      // Before 785c34c99 (PR #980, 2025-03-18), read as the [parallelism] keys they became (read_moved_keys).
+      {"data_parallel_replicate_degree", R}, {"data_parallel_shard_degree", R}, {"tensor_parallel_degree", R},
+      {"disable_loss_parallel", R}, {"fsdp_reshard_after_forward", R}}},
       {"parallelism", {{"data_parallel_replicate_degree", R}, {"data_parallel_shard_degree", R},
       {"fsdp_reshard_after_forward", R}, {"tensor_parallel_degree", R}, {"pipeline_parallel_degree", R},
       {"context_parallel_degree", R}, {"expert_parallel_degree", R}, {"expert_tensor_parallel_degree", R},
@@ -77,10 +80,15 @@ const std::vector<section_rules>& torchtitan_sections() {
       {"semi_sync_method", X, "DiLoCo / local SGD keep an outer copy of the model"}}},
       {"experimental", {{"custom_import", X, "imports user code that may register another model or trainer"},
       {"custom_args_module", X, "imports user code that may add memory-changing options"},
-      // where torchtitan kept these before moving them to [parallelism] (2024): not read here
-      {"context_parallel_degree", X, "an older place of this degree, not read: use [parallelism]"},
-      {"pipeline_parallel_degree", X, "an older place of this degree, not read: use [parallelism]"},
-      {"pipeline_parallel_schedule", X, "an older place of this setting, not read: use [parallelism]"},
+      // Where torchtitan kept these before 785c34c99 (PR #980, 2025-03-18): the importer reads them as the
+      // [parallelism] keys they became (torchtitan_config.cpp, read_moved_keys) before this table is consulted;
+      // listed so a command-line override may still spell them so.
+      {"context_parallel_degree", R}, {"context_parallel_rotate_method", R}, {"pipeline_parallel_degree", R},
+      {"pipeline_parallel_schedule", R}, {"pipeline_parallel_schedule_csv", R},
+      {"pipeline_parallel_split_points", R}, {"enable_compiled_autograd", R},
+      {"pipeline_parallel_microbatches", X,
+       "a count of micro-batches per step, replaced by parallelism.pipeline_parallel_microbatch_size "
+       "(a size) in torchtitan 5e2033c75 (PR #1073, 2025-04-07)"},
       {"enable_async_tensor_parallel", U}}},
       {"validation", {{"enable", U}, {"dataset", U}, {"dataset_path", U}, {"local_batch_size", U},
       {"seq_len", U}, {"freq", U}, {"steps", U}, {"dataloader", U}}},
