@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "planner/errors.hpp"
+#include "planner/format.hpp"
 #include "planner/imports/deepspeed_config.hpp"
 #include "planner/imports/megatron_args.hpp"
 #include "planner/imports/torchtitan_config.hpp"
@@ -16,10 +18,35 @@ namespace headroom::cli {
 
 namespace {
 
-// Sets `target` from an imported value unless the option `flag` was given on the command line; records it.
+// Returns `v` as a message shows it.
+template <class T>
+std::string shown(const T& v) {
+  if constexpr (std::is_same_v<T, bool>)
+    return v ? "on" : "off";
+  else if constexpr (std::is_arithmetic_v<T>)
+    return trim(static_cast<double>(v), 6);
+  else
+    return std::string(v);
+}
+
+// The one rule for a value both a launch file and the command line state (docs/importing.md, "When the
+// command line and a launch file disagree"): they must agree. A command-line flag that contradicts the file is
+// refused naming both values and how to change the file's, never planned over it (nor the file's over it).
 template <class T, class U>
-void take(plan_options& o, const char* flag, T& target, const std::optional<U>& value) {
-  if (!value || given(o, flag)) return;
+void check_agrees(const plan_options& o, const launch_import& imp, const char* flag, const T& cli, const U& file) {
+  if (!o.app || o.app->count(flag) == 0 || static_cast<T>(file) == cli) return;
+  throw bad_input(imp.origin, "states " + std::string(flag) + " " + shown(static_cast<T>(file)) +
+                                  ", the command line " + flag + " " + shown(cli) + ": drop " + flag +
+                                  " to plan the file's, or change it " + imp.change_hint);
+}
+
+// Sets `target` from an imported value unless the option `flag` was given on the command line (where it must
+// agree with the file's); records it.
+template <class T, class U>
+void take(plan_options& o, const launch_import& imp, const char* flag, T& target, const std::optional<U>& value) {
+  if (!value) return;
+  check_agrees(o, imp, flag, target, *value);
+  if (given(o, flag)) return;
   target = static_cast<T>(*value);
   o.imported.emplace_back(flag);
 }
@@ -27,24 +54,28 @@ void take(plan_options& o, const char* flag, T& target, const std::optional<U>& 
 void merge(plan_options& o, const launch_import& imp) {
   if (imp.model && o.preset.empty() && o.model_file.empty() && o.hf_config.empty() && !o.inline_model)
     o.inline_model = *imp.model;
-  take(o, "--recipe", o.recipe, imp.recipe);
-  take(o, "--tp", o.tp, imp.tp);
-  take(o, "--pp", o.pp, imp.pp);
-  take(o, "--cp", o.cp, imp.cp);
-  take(o, "--vpp", o.vpp, imp.vpp);
-  take(o, "--ep", o.ep, imp.ep);
+  take(o, imp, "--recipe", o.recipe, imp.recipe);
+  take(o, imp, "--tp", o.tp, imp.tp);
+  take(o, imp, "--pp", o.pp, imp.pp);
+  take(o, imp, "--cp", o.cp, imp.cp);
+  take(o, imp, "--vpp", o.vpp, imp.vpp);
+  take(o, imp, "--ep", o.ep, imp.ep);
   if (imp.ep.value_or(1) > 1)
-    take(o, "--etp", o.etp, imp.etp);  // without experts a default etp means nothing
-  take(o, "--zero", o.zero, imp.zero);
-  take(o, "--dp-replicate", o.dp_replicate, imp.dp_replicate);
-  take(o, "--sequence-parallel", o.sequence_parallel, imp.sequence_parallel);
-  take(o, "--offload-optimizer", o.offload, imp.offload_optimizer);
-  take(o, "--offload-params", o.offload_params, imp.offload_params);
-  take(o, "--reshard-after-forward", o.reshard_after_forward, imp.reshard_after_forward);
-  take(o, "--zero3-live-params", o.zero3_live_params, imp.zero3_live_params);
-  take(o, "--micro-batch", o.micro_batch, imp.micro_batch);
-  take(o, "--global-batch", o.global_batch, imp.global_batch);
-  take(o, "--dispatcher", o.dispatcher, imp.dispatcher);
+    take(o, imp, "--etp", o.etp, imp.etp);  // without experts a default etp means nothing
+  take(o, imp, "--zero", o.zero, imp.zero);
+  take(o, imp, "--dp-replicate", o.dp_replicate, imp.dp_replicate);
+  take(o, imp, "--sequence-parallel", o.sequence_parallel, imp.sequence_parallel);
+  take(o, imp, "--offload-optimizer", o.offload, imp.offload_optimizer);
+  take(o, imp, "--offload-params", o.offload_params, imp.offload_params);
+  take(o, imp, "--reshard-after-forward", o.reshard_after_forward, imp.reshard_after_forward);
+  take(o, imp, "--zero3-live-params", o.zero3_live_params, imp.zero3_live_params);
+  take(o, imp, "--micro-batch", o.micro_batch, imp.micro_batch);
+  take(o, imp, "--global-batch", o.global_batch, imp.global_batch);
+  take(o, imp, "--dispatcher", o.dispatcher, imp.dispatcher);
+  if (imp.attention) check_agrees(o, imp, "--attention", o.attention, std::string(to_string(*imp.attention)));
+  if (imp.loss) check_agrees(o, imp, "--loss", o.loss, std::string(to_string(*imp.loss)));
+  if (imp.seq && o.seq) check_agrees(o, imp, "--seq", *o.seq, *imp.seq);
+  if (imp.recompute) check_agrees(o, imp, "--recompute", o.recompute, std::string(to_string(*imp.recompute)));
   if (imp.attention && !given(o, "--attention")) {
     o.attention = to_string(*imp.attention);
     o.imported.emplace_back("--attention");
@@ -53,7 +84,7 @@ void merge(plan_options& o, const launch_import& imp) {
     o.loss = to_string(*imp.loss);
     o.imported.emplace_back("--loss");
   }
-  take(o, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
+  take(o, imp, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
   if (imp.pad_to_capacity && !given(o, "--pad-to-capacity")) o.pad_to_capacity = true;
   if (imp.seq && !given(o, "--seq")) {
     o.seq = *imp.seq;
@@ -137,8 +168,8 @@ void check_op_policy(const plan_options& o, const std::optional<model_spec>& m, 
       "activation_checkpoint.selective_ac_option: \"op\" is not modelled for " + std::string(why);
   if (!o.allow_unmodelled)
     throw bad_input(imp.origin, what +
-                                    ": --recompute full|selective|none, --torchtitan-override "
-                                    "activation_checkpoint.mode=full, or --allow-unmodelled");
+                                    ": --torchtitan-override activation_checkpoint.mode=full (or none, or "
+                                    "selective_ac_option=N), or --allow-unmodelled");
   imp.recompute = recompute_mode::none;
   imp.unmodelled.push_back(what +
                            " (torchtitan's per-op policy); priced as none, an upper bound (the policy keeps "
@@ -226,6 +257,9 @@ std::vector<launch_import> apply_imports(plan_options& o) {
   // DeepSpeed's "auto" values need the hidden size: from the model the command line names.
   const bool launches = !imports.empty() || !o.deepspeed_config.empty() || !o.torchtitan_config.empty();
   const std::optional<model_spec> model = launches ? named_model(o, imports) : std::nullopt;
+  if (!o.deepspeed_config.empty() && !o.torchtitan_config.empty())
+    throw bad_input("deepspeed-config", "and --torchtitan-config describe two different launches (DeepSpeed's "
+                                        "engine or torchtitan's trainer): give the one that runs");
   if (!o.deepspeed_config.empty() || !o.torchtitan_config.empty()) {
     std::optional<std::int64_t> hidden;
     if (model) hidden = model->hidden;

@@ -129,6 +129,10 @@ std::optional<bad_input> split_error(const problem& p, const layout& l) {
                        "needs pp of at least " +
                            std::to_string((s.first_stage ? 1 : 0) + (s.last_stage ? 1 : 0) + 1) +
                            ", got pp=" + std::to_string(l.pp));
+    if (m.layers < 0)  // the first and last stages already hold more than the model
+      return bad_input("first-stage-layers",
+                       std::to_string(s.first_stage) + " on the first stage and " + std::to_string(s.last_stage) +
+                           " on the last are more than the model's " + std::to_string(L) + " layers");
     if (m.stages > 0 && (m.layers < m.stages || m.layers % m.stages != 0))
       return bad_input("pp", "the " + std::to_string(m.layers) + " layers left for the " +
                                  std::to_string(m.stages) +

@@ -45,9 +45,11 @@ TEST(CliImportFixes, PerOpPolicyWhereUnpricedNamesRecomputeAndTheOverride) {
   const std::string titan = op_fp8_titan();
   refused_with(run(titan),
                "op_fp8.toml: activation_checkpoint.selective_ac_option: \"op\" is not modelled for "
-               "FP8 linear layers: --recompute full|selective|none, --torchtitan-override "
-               "activation_checkpoint.mode=full, or --allow-unmodelled");
-  planned(run(titan + "--recompute full"));
+               "FP8 linear layers: --torchtitan-override activation_checkpoint.mode=full (or none, or "
+               "selective_ac_option=N), or --allow-unmodelled");
+  // The command line's --recompute contradicts the file's policy: refused, not planned over it (issue 34, A).
+  refused_with(run(titan + "--recompute full"), "drop --recompute to plan the file's, or change it with "
+                                                "--torchtitan-override");
   planned(run(titan + "--torchtitan-override activation_checkpoint.mode=full"));
   const result allowed = run(titan + "--allow-unmodelled --explain");
   planned(allowed);

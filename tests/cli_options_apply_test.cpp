@@ -3,6 +3,7 @@
 // check_options_apply); the same options where they apply still plan.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "cli_support.hpp"
@@ -58,6 +59,57 @@ TEST(OptionsApply, ASequenceBeyondLearnedPositionsIsRefused) {
   refused("plan --preset gpt3-175b --gpus 64 --tp 8 --pp 8 --seq 4096", "seq: 4096 is beyond gpt3-175b's 2048 learned positions");
   plans("plan --preset gpt3-175b --gpus 64 --tp 8 --pp 8 --seq 2048");
   plans("plan --preset llama3-8b --gpus 8 --seq 32768");  // rotary: no table to run past
+}
+
+}  // namespace
+
+namespace {
+
+// Class A: a value a launch file and the command line both state must agree, for every importer; agreeing is
+// accepted, a contradiction is refused naming both values and how to change the file's (cli/launch_options.cpp,
+// check_agrees).
+TEST(OptionsApply, ALaunchFileAndTheCommandLineMustAgree) {
+  const std::string ds = scratch("ds_mb8_z3.json");
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
+                          "zero_optimization": {"stage": 3}, "bf16": {"enabled": true}})";
+  const std::string with_ds = llama + "--deepspeed-config " + ds + " ";
+  refused(with_ds + "--micro-batch 1", "states --micro-batch 8, the command line --micro-batch 1: drop --micro-batch");
+  refused(with_ds + "--zero 1", "states --zero 3, the command line --zero 1");
+  EXPECT_NE(run(with_ds + "--zero 1").err.find("in the JSON"), std::string::npos);
+  plans(with_ds + "--micro-batch 8 --zero 3");
+  const std::string tt = data + "/torchtitan/train_configs/llama3/llama3_70b.toml";
+  const std::string with_tt = "plan --gpus 64 --torchtitan-config " + tt + " ";
+  refused(with_tt + "--tp 4", "states --tp 8, the command line --tp 4");
+  EXPECT_NE(run(with_tt + "--tp 4").err.find("--torchtitan-override"), std::string::npos);
+  refused(with_tt + "--recompute selective", "states --recompute full, the command line --recompute selective");
+  refused(with_tt + "--seq 4096", "states --seq 8192, the command line --seq 4096");
+  plans(with_tt + "--tp 8 --torchtitan-override parallelism.tensor_parallel_degree=8");
+  plans("plan --gpus 64 --torchtitan-config " + tt + " --torchtitan-override parallelism.tensor_parallel_degree=4");
+  refused(llama + "--deepspeed-config " + ds + " --torchtitan-config " + tt,
+          "deepspeed-config: and --torchtitan-config describe two different launches");
+  const std::string megatron = "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+                               "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+                               "--vocab-size 32000 --tensor-model-parallel-size 2";
+  refused("plan --gpus 8 --tp 4 --megatron-args \"" + megatron + "\"", "states --tp 2, the command line --tp 4");
+  plans("plan --gpus 8 --megatron-args \"" + megatron + " --tensor-model-parallel-size 4\"");
+}
+
+}  // namespace
+
+namespace {
+
+// Class I: errors that name what the user gave, and a script saved with Windows line ends read as written.
+TEST(OptionsApply, ErrorsNameWhatTheUserGave) {
+  refused(llama + "--pp 4 --first-stage-layers 20 --last-stage-layers 20",
+          "first-stage-layers: 20 on the first stage and 20 on the last are more than the model's 32 layers");
+  EXPECT_EQ(run(llama + "--pp 4 --first-stage-layers 20 --last-stage-layers 20").err.find("-8"), std::string::npos);
+  const std::string crlf = scratch("launch_crlf.sh");
+  std::ofstream(crlf) << "#!/bin/bash\r\ntorchrun pretrain_gpt.py \\\r\n  --num-layers 32 --hidden-size 4096 "
+                         "--num-attention-heads 32 \\\r\n  --seq-length 4096 --max-position-embeddings 4096 "
+                         "--micro-batch-size 1 --global-batch-size 64 --bf16 --vocab-size 32000\r\n";
+  const result r = run("plan --gpus 8 --json - --megatron-args " + crlf);
+  ASSERT_TRUE(r.status == 0 || r.status == 3) << r.err;
+  EXPECT_NE(r.out.find("\"layers\": 32"), std::string::npos);
 }
 
 }  // namespace

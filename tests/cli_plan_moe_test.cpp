@@ -98,13 +98,21 @@ TEST(PlanMoeJson, LayoutStringFollowsAPpGivenOverIt) {
   std::vector<std::int64_t> layers;
   for (const auto& s : j["stages"]) layers.push_back(s["layers"].get<std::int64_t>());
   EXPECT_EQ(layers, (std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 8, 6}));
-  const auto over = run(launch + " --pp 16");
+  // A --pp on the command line contradicts the launch's (issue 34, A: refused); appended to the launch, it is
+  // the launch's own, as Megatron takes the last of a flag.
+  const auto refused = run(launch + " --pp 16");
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("states --pp 8, the command line --pp 16: drop --pp"), std::string::npos) << refused.err;
+  const std::string appended = "plan --megatron-args \"" + data +
+                               "/megatron/modelzoo_dsv3_fp8_dry_run.cmd --pipeline-model-parallel-size 16\" "
+                               "--gpus 1024 --gpu-type h100-80gb --allow-unmodelled --json";
+  const auto over = run(appended);
   ASSERT_EQ(over.status, 0) << over.err;
   const auto k = nlohmann::json::parse(over.out);
   EXPECT_EQ(k["layout"]["vpp"], 2);
   EXPECT_EQ(k["stages"][0]["layers"], 1 + 2);   // virtual stages 0 and 16
   EXPECT_EQ(k["stages"][15]["layers"], 2 + 0);  // virtual stages 15 and 31
-  EXPECT_EQ(run(launch + " --pp 16 --vpp 4").status, 2);  // 32 stages are not 16 x 4: refused
+  EXPECT_EQ(run(appended + " --vpp 4").status, 2);  // 32 stages are not 16 x 4: refused
 }
 
 }  // namespace

@@ -440,6 +440,7 @@ launch_import import_config(const json& root, const std::string& origin, std::op
     throw bad_input("precision", "must be bf16, fp16 or fp32");
   launch_import imp;
   imp.origin = origin;
+  imp.change_hint = "in the JSON (a copy of it)";
   detail::classify_keys(root, detail::deepspeed_top_keys(), "", imp);
   zero_settings z = read_zero(root, hidden, imp);
   choose_recipe(root, read_precision(root, trainer, imp), z, imp);

@@ -2,7 +2,8 @@
 // torchtitan TOML job file). Each importer fills what its source states, records what it derived and every
 // default it filled (printed by --explain), the keys it read but that do not change memory, and the keys that
 // change memory and are not modelled (refused by the CLI unless --allow-unmodelled). The CLI turns a
-// launch_import into the one canonical problem + layout (explicit command-line flags win over it).
+// launch_import into the one canonical problem + layout (a command-line flag must agree with what it states:
+// cli/launch_options.cpp, check_agrees).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,9 @@ struct import_note {
 
 struct launch_import {
   std::string origin;               // the file or "megatron arguments"
+  // How a user changes a value this launch states, for the refusal of a command-line flag that contradicts it
+  // ("with --torchtitan-override section.key=value").
+  std::string change_hint = "in the file";
   std::optional<model_spec> model;  // when the launch states the model's shape (Megatron arguments, a
                                     // torchtitan flavor)
   std::string model_named;          // the model the file names by name ("llama3/8B"), "" when none
@@ -52,7 +56,7 @@ struct launch_import {
   std::optional<std::string>
       alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as the launch sets it (ModelZoo's ENV_VARS)
   // The framework refuses a layer count that does not divide over the pipeline stages when no split is stated
-  // (Megatron: arguments.py l.985-998); the CLI checks the pp it plans (a --pp may override the launch's).
+  // (Megatron: arguments.py l.985-998); the CLI checks the pp it plans.
   bool needs_even_split = false;
   std::vector<import_note> derived;      // every value derived or defaulted, for --explain
   std::vector<std::string> unused;       // keys read that do not change memory (listed, not refused)

@@ -24,6 +24,7 @@ namespace detail {
 megatron_reader::megatron_reader(const launch_text& t, const std::string& origin)
     : m_text(t), m_origin(origin) {
   m_out.origin = origin;
+  m_out.change_hint = "by appending the flag to --megatron-args (the last of a flag wins, as in Megatron)";
   std::string current;
   for (const auto& w : t.args) {
     if (w.text.starts_with("--") && w.text.size() > 2) {

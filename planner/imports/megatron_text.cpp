@@ -98,6 +98,8 @@ class lexer {
     const char n = m_i + 1 < m_s.size() ? m_s[m_i + 1] : '\0';
     if (c == '\\' && n == '\n') {
       m_i += 2, ++m_line;
+    } else if (c == '\\' && n == '\r' && m_i + 2 < m_s.size() && m_s[m_i + 2] == '\n') {
+      m_i += 3, ++m_line;  // a script saved with CRLF line ends: a backslash before CR LF continues the line
     } else if (c == '\\') {
       take(std::min(m_i + 2, m_s.size()));
     } else if (c == '\'') {

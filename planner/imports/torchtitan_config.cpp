@@ -520,6 +520,7 @@ launch_import import_toml(const std::string& text, const std::string& origin,
   for (const auto& o : overrides) apply_override(root, o);
   launch_import imp;
   imp.origin = origin;
+  imp.change_hint = "with --torchtitan-override section.key=value";
   read_moved_keys(root, imp);
   classify_all(root, imp);
   const json& par = section_of(root, "parallelism");
