@@ -148,11 +148,11 @@ std::optional<std::string> empty_argument(int argc, char** argv) {
 // The subcommands, as main() registered them.
 struct commands {
   CLI::App *plan, *trace, *probe, *snapshot, *calibrate, *compare, *report, *validate, *presets, *recipes,
-      *context, *observe;
+      *gpus, *context, *observe;
 };
 
 struct options {
-  bool presets_json = false, recipes_json = false;
+  bool presets_json = false, recipes_json = false, gpus_json = false;
   plan_options plan;
   trace_options trace;
   probe_command_options probe;
@@ -180,6 +180,8 @@ commands add_commands(CLI::App& app, options& o) {
   c.recipes =
       app.add_subcommand("recipes", "List the precision recipes: bytes per parameter and what each shards");
   c.recipes->add_flag("--json", o.recipes_json, "Write them as JSON");
+  c.gpus = app.add_subcommand("gpus", "List the GPU types --gpu-type takes: capacity, architecture, FP8, rate");
+  c.gpus->add_flag("--json", o.gpus_json, "Write them as JSON");
   c.context = app.add_subcommand("context-probe", "Internal: measure the CUDA context (for probe overheads)");
   c.context->group("");  // not listed in --help
   return c;
@@ -189,6 +191,10 @@ commands add_commands(CLI::App& app, options& o) {
 int dispatch(const commands& c, const options& o) {
   if (c.recipes->parsed()) {
     write_recipes(std::cout, o.recipes_json);
+    return exit_fits;
+  }
+  if (c.gpus->parsed()) {
+    write_gpus(std::cout, o.gpus_json);
     return exit_fits;
   }
   if (c.presets->parsed()) {
@@ -269,6 +275,9 @@ int main(int argc, char** argv) {
   // A write past a file-size limit fails with EFBIG instead of killing the process, so the temporary file
   // is removed and the error reported.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A SIGTERM, SIGINT or SIGHUP while output files are written removes their temporaries, then kills the
+  // process as it would have (probes/io/results_file.hpp).
+  probes::remove_temporaries_on_signals();
   CLI::App app{"headroom: will one training step fit in each GPU's memory, and with how much headroom"};
   app.require_subcommand(1);
   app.set_version_flag("--version", records::tool_version() + " (" + records::git_revision() + ")");

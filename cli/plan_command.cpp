@@ -405,8 +405,8 @@ struct plan_run {
   // Writes `text` (with the assumptions under its title) unless standard output is a document, then every
   // output file; returns `status`.
   int finish(const std::string& text, const layout* l, int status) {
+    outs.commit();  // the files first: a command whose files fail (exit 7) prints no table (docs/exit-statuses.md)
     if (!outs.to_stdout()) std::cout << with_assumptions(text, assumptions(l));
-    outs.commit();
     return status;
   }
 };

@@ -1,11 +1,14 @@
 // tables.cpp: table, JSON and CSV writers for plans, suggestions and minimum-GPU searches.
 #include "tables.hpp"
 
+#include "planner/gpu_types.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
+#include "planner/gpu_types.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "planner/recipe.hpp"
@@ -145,6 +148,33 @@ void write_presets(std::ostream& o, bool json) {
     o << line;
   }
   if (json) o << nlohmann::json{{"tool", "headroom"}, {"tool_version", records::tool_version()}, {"presets", list}}.dump(2) << "\n";
+}
+
+void write_gpus(std::ostream& o, bool json) {
+  nlohmann::json list = nlohmann::json::array();
+  char line[320];
+  if (!json) {
+    std::snprintf(line, sizeof line, "%-14s %9s %-7s %-4s %7s %6s  %s\n", "gpu-type", "capacity", "arch", "fp8",
+                  "tflops", "node", "capacity source");
+    o << line;
+  }
+  for (const auto& g : gpu_types()) {
+    if (json) {
+      list.push_back({{"name", g.name},
+                      {"capacity_bytes", g.capacity},
+                      {"arch", g.arch},
+                      {"fp8", g.fp8},
+                      {"bf16_tflops", g.tflops},
+                      {"gpus_per_node", g.gpus_per_node},
+                      {"source", g.source}});
+      continue;
+    }
+    std::snprintf(line, sizeof line, "%-14s %5s GiB %-7s %-4s %7.0f %6d  %s\n", g.name,
+                  fixed(to_gib(g.capacity), 1).c_str(), g.arch, g.fp8 ? "yes" : "no", g.tflops, g.gpus_per_node,
+                  g.source);
+    o << line;
+  }
+  if (json) o << nlohmann::json{{"tool", "headroom"}, {"tool_version", records::tool_version()}, {"gpus", list}}.dump(2) << "\n";
 }
 
 std::string pad(std::string s, std::size_t w) {

@@ -81,6 +81,10 @@ void write_recipes(std::ostream& o, bool json = false);
 // Writes every model preset (presets/): name, parameters, layers, hidden, heads, sequence, kind (dense or
 // MoE) and source, as a table or as JSON (an array under the envelope).
 void write_presets(std::ostream& o, bool json = false);
+// Writes every GPU type --gpu-type takes (planner/gpu_types.hpp): the capacity a process sees (GiB), the
+// architecture, whether it has FP8 tensor cores, the dense bf16 TFLOP/s, GPUs per node and the capacity's
+// source, as a table or as JSON.
+void write_gpus(std::ostream& o, bool json = false);
 
 // Returns the start of a predicted document of kind `k`: the envelope (probes/records/envelope.hpp),
 // "predicted": true, and the inputs (model, recipe, training, device).

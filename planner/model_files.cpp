@@ -316,6 +316,31 @@ std::vector<bool> read_placement(const json& s, const std::string& origin, const
 }
 
 // Fills m.moe from the row's MoE keys.
+// DeepSeek's group-limited routing (transformers modeling_deepseek_v3.py, DeepseekV3TopkRouter.get_topk_indices;
+// DeepSeek's own modeling_deepseek.py MoEGate): the scores are viewed as n_group groups of experts / n_group, the
+// topk_group best groups kept and top_k experts chosen among them. A config whose groups do not divide the
+// experts, or that keeps more groups than there are or too few to hold top_k experts, cannot run: refused.
+void check_group_routing(const json& s, const std::string& origin, const moe_spec& e) {
+  const auto groups = detail::opt_int_field(s, "n_group", origin, 1, max_experts);
+  const auto kept = detail::opt_int_field(s, "topk_group", origin, 1, max_experts);
+  if (!groups) {
+    if (kept && *kept > 1)
+      throw bad_input(where(origin, "topk_group"), "keeps " + std::to_string(*kept) + " groups, and n_group states none");
+    return;
+  }
+  if (e.experts % *groups != 0)
+    throw bad_input(where(origin, "n_group"), std::to_string(*groups) + " groups do not divide the " +
+                                                  std::to_string(e.experts) + " routed experts");
+  if (kept && *kept > *groups)
+    throw bad_input(where(origin, "topk_group"), "keeps " + std::to_string(*kept) + " groups of n_group " +
+                                                     std::to_string(*groups));
+  const std::int64_t reachable = kept.value_or(*groups) * (e.experts / *groups);
+  if (e.top_k > reachable)
+    throw bad_input(where(origin, "num_experts_per_tok"),
+                    std::to_string(e.top_k) + " experts cannot be chosen from the " + std::to_string(reachable) +
+                        " in topk_group groups");
+}
+
 void read_moe(const json& s, const std::string& origin, const family_row& row, model_spec& m) {
   auto& e = m.moe;
   e.experts = read_int(s, origin, row.experts, m, 1, max_experts);
@@ -324,6 +349,7 @@ void read_moe(const json& s, const std::string& origin, const family_row& row, m
     throw bad_input(where(origin, row.top_k.keys[0]), "must be at most the number of experts (" +
                                                           std::to_string(e.experts) + "), got " +
                                                           std::to_string(e.top_k));
+  if (row.mla) check_group_routing(s, origin, e);
   e.expert_ffn = read_int(s, origin, row.expert_ffn, m);
   switch (row.shared_as) {
     case shared_kind::none:

@@ -3,6 +3,7 @@
 // (issue 34, classes B and C). The calibration is tests/data/calibration_h200_example.json ("NVIDIA H200").
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_support.hpp"
@@ -69,6 +70,27 @@ TEST(GpuChecks, ACalibrationFromAnotherGpuIsNamedAndStrictlyRefused) {
       << strict.err;
   const result same = run(plan + "--gpu-type h200-141gb --strict-calibration");
   EXPECT_EQ(same.err.find("planning for --gpu-type"), std::string::npos) << same.err;
+}
+
+}  // namespace
+
+namespace {
+
+// `headroom gpus`, which --gpu-type's help names: every type, as a table and as JSON.
+TEST(GpuChecks, GpusListsEveryTypeTheFlagTakes) {
+  const result r = run("gpus");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"a100-40gb", "h100-80gb", "h200-141gb", "b200-192gb", "mi300x-192gb"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  const result j = run("gpus --json");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["gpus"].size(), headroom::gpu_types().size());
+  for (const auto& g : doc["gpus"]) {
+    const auto& t = headroom::find_gpu_type(g["name"].get<std::string>());
+    EXPECT_EQ(g["capacity_bytes"], t.capacity);
+    EXPECT_EQ(g["fp8"], t.fp8);
+  }
 }
 
 }  // namespace

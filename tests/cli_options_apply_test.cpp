@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_support.hpp"
@@ -110,6 +111,31 @@ TEST(OptionsApply, ErrorsNameWhatTheUserGave) {
   const result r = run("plan --gpus 8 --json - --megatron-args " + crlf);
   ASSERT_TRUE(r.status == 0 || r.status == 3) << r.err;
   EXPECT_NE(r.out.find("\"layers\": 32"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Class F: launches that cannot run. DeepSpeed reads a stage 0-3 and nobody fills "auto" for it; DeepSeek's
+// group-limited routing needs groups that divide the experts and enough of them kept for top-k.
+TEST(OptionsApply, LaunchesThatCannotRunAreRefused) {
+  const std::string ds = scratch("ds_auto_stage.json");
+  std::ofstream(ds) << R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                          "zero_optimization": {"stage": "auto"}, "bf16": {"enabled": true}})";
+  refused(llama + "--deepspeed-config " + ds, "zero_optimization.stage: \"auto\" is not a stage");
+  auto deepseek_with = [](const std::string& name, const std::string& edits) {
+    auto j = nlohmann::json::parse(slurp(data + "/hf/deepseek-v3.json"));
+    j.merge_patch(nlohmann::json::parse(edits));
+    const std::string p = scratch(name);
+    std::ofstream(p) << j.dump();
+    return "plan --gpus 256 --hf-config " + p;
+  };
+  refused(deepseek_with("g7.json", R"({"n_group": 7})"), "n_group: 7 groups do not divide the 256 routed experts");
+  refused(deepseek_with("k9.json", R"({"topk_group": 9})"), "topk_group: keeps 9 groups of n_group 8");
+  refused(deepseek_with("reach.json", R"({"topk_group": 1, "num_experts_per_tok": 64})"),
+          "64 experts cannot be chosen from the 32 in topk_group groups");
+  plans(deepseek_with("ok.json", R"({"n_group": 8, "topk_group": 4})") + " --zero 1 --recompute full --pp 16 --ep 16");
 }
 
 }  // namespace

@@ -153,7 +153,13 @@ zero_settings read_zero(const json& root, std::optional<std::int64_t> hidden, la
   if (!it->is_object()) throw bad_input("zero_optimization", "must be an object (or true/false)");
   const json& z = *it;
   detail::classify_keys(z, detail::deepspeed_zero_keys(), "zero_optimization", imp);
-  s.stage = static_cast<int>(read_count(z, "stage", "zero_optimization", 0, 3).value);
+  // The stage is no "auto" value: the HF Trainer fills batch sizes, precision and buckets, never the stage
+  // (transformers integrations/deepspeed.py, trainer_config_process), and DeepSpeed's ZeroStageEnum reads 0-3.
+  const ds_count stage = read_count(z, "stage", "zero_optimization", 0, 3);
+  if (stage.is_auto)
+    throw bad_input("zero_optimization.stage", "\"auto\" is not a stage: neither the Hugging Face Trainer nor "
+                                               "DeepSpeed fills it; write 0, 1, 2 or 3");
+  s.stage = static_cast<int>(stage.value);
   imp.zero = s.stage;
   s.opt = read_offload(z, "offload_optimizer", imp);
   s.param = read_offload(z, "offload_param", imp);

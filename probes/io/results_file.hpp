@@ -1,7 +1,8 @@
 // results_file.hpp: writing result files so that a reader never sees half of one, nothing is silently
 // overwritten, and a command that fails leaves none of its outputs behind: each text goes to a temporary
 // file (a short name of its own) in its target's directory, and the temporaries are renamed over their
-// targets only once all are complete.
+// targets only once all are complete. A SIGTERM, SIGINT or SIGHUP removes the temporaries before it ends the
+// process (remove_temporaries_on_signals), and the renames are atomic, so a target is never half-written.
 #pragma once
 
 #include <functional>
@@ -73,7 +74,14 @@ class output_set {
   // Writes every queued output, standard output last. Throws output_error naming the file and the cause
   // when one cannot be written (standard output included: "standard output: writing failed (...)"); no
   // temporary is left behind and no target has been replaced unless every temporary was complete (a rename
-  // that fails after others succeeded names the files already written).
+  // that fails after others succeeded names the files already written). Each temporary has a name no other
+  // process can take (".hr<pid>-<n>-<random>", created with O_EXCL), and each target is replaced by one
+  // atomic rename, so two processes writing one target leave the whole file of one of them. Without
+  // `overwrite`, a target that appears while the outputs are written is not replaced (output_error). The
+  // renames run with SIGTERM, SIGINT and SIGHUP held, so such a signal finds all of them done or none.
+  // Test-only: HEADROOM_TEST_PAUSE_BEFORE_COMMIT_MS (milliseconds, at most 600000) pauses between the
+  // complete temporaries and the renames, so that tests/output_signals_test.cpp can signal a process that
+  // holds temporaries, or two processes whose temporaries of one target coexist.
   void commit();
 
  private:
@@ -87,6 +95,13 @@ class output_set {
   std::vector<std::pair<std::string, std::string>> inputs_;    // (path as given, "inode D:I")
   std::vector<pending> pending_;
 };
+
+// Makes SIGTERM, SIGINT and SIGHUP remove every temporary that an output_set::commit of this process holds
+// (by unlinkat only, from a fixed table in static storage: nothing a signal handler may not call), then end
+// the process by the signal's default action, so that its status still says which signal killed it. A
+// signal ignored when the process started (nohup, a background job) stays ignored. cli/main.cpp calls it
+// once, first thing. SIGKILL cannot be caught: it can leave a temporary (never a half-written target).
+void remove_temporaries_on_signals();
 
 // Writes `text` to `path` atomically: an output_set of one ("-": `standard_output`, when given).
 void write_new_file(const std::string& path, const std::string& text, bool overwrite,
