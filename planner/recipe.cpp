@@ -273,7 +273,9 @@ recipe builtin(const std::string& name) {
     // torchtitan's FSDP2 (fully_shard with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32),
     // torchtitan/distributed/parallel_dims.py and parallelize.py): the fp32 parameters are the master copy,
     // sharded; gradients fp32, reduce-scattered; Adam's two states fp32. The bf16 copy exists only gathered:
-    // the ZeRO-3 transient is priced at 2 bytes per parameter (gather_bytes). Use it with --zero 3.
+    // the ZeRO-3 transient is priced at 2 bytes per parameter (gather_bytes). fully_shard shards all three,
+    // so the recipe runs at ZeRO 3 only, as its FP8 siblings (fp8_variant) do; without FSDP torchtitan trains
+    // fp32 weights under autocast, fp32-adam (planner/imports/torchtitan_config.cpp, read_training).
     recipe r{name,
              {{"fp32 parameters (sharded, the master)", k::params, 4, 3},
               {"fp32 gradients", k::grads, 4, 2},
@@ -281,6 +283,8 @@ recipe builtin(const std::string& name) {
               {"Adam v (fp32)", k::optimizer, 4, 1}},
              2, 0, 0, 0, false};
     r.gather_bytes = 2;
+    r.min_zero = 3;
+    r.zero_note = "FSDP2's fully_shard shards parameters, gradients and optimizer state: give --zero 3";
     return r;
   }
   if (name.rfind("megatron-distopt-", 0) == 0) return distributed_optimizer(megatron_variant(name));

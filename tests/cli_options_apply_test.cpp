@@ -139,3 +139,15 @@ TEST(OptionsApply, LaunchesThatCannotRunAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// Class E: FSDP2's recipes run at ZeRO 3 only, fsdp2-bf16 as its FP8 siblings (planner/recipe.cpp).
+TEST(OptionsApply, Fsdp2RecipesRunAtZero3Only) {
+  for (const char* recipe : {"fsdp2-bf16", "fsdp2-fp8", "fsdp2-fp8-allgather"}) {
+    refused(llama + "--gpu-type h100-80gb --recipe " + recipe + " --zero 1", "give --zero 3");
+    plans(llama + "--gpu-type h100-80gb --recipe " + recipe + " --zero 3");
+  }
+}
+
+}  // namespace
