@@ -2,29 +2,64 @@
 #include "cost_model.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace headroom {
 
 // Returns torchtitan's per-op policy's repeated forward FLOPs as a fraction of a layer's forward and backward
-// FLOPs: every second matmul of a block is recomputed (torchtitan parallelize_llama.py at 9dec370,
-// l.214-264; docs/model.md), which in a Llama block is wk, wo and the MLP's second matmul (w3 when gated,
-// w2 when not), per token 2(h·kv + q·h + h·f) FLOPs, against a forward of 2 per parameter plus the
-// attention core's 4·s·q at sequence `seq`. A MoE layer (torchtitan models/moe.py at 99fee810b, ledger.cpp
-// op_policy_entries) repeats wk, wo, the router's gate (forced to recompute), the routed experts' grouped
-// matmuls (on no save list: all three for each of its top_k experts) and the shared experts' w3; its forward
-// counts the top_k experts a token runs, not all of them. The model's fraction weighs each kind by its
-// layers.
+// FLOPs. The policy counts a block's matmuls in order and recomputes every second one (torchtitan
+// distributed/activation_checkpoint.py @ 238fa995 l.98-122; docs/model.md): the same order ledger.cpp's
+// op_policy_entries prices the kept outputs by. Standard attention runs wq, wk, wv, wo; multi-latent attention
+// wq (or wq_a, wq_b), wkv_a, wkv_b, wo, whose count shifts the MLP's parity when q_lora_rank > 0; then the dense
+// MLP's w1, w3, w2 (fc1, fc2 ungated) or a MoE's shared w1, w3, w2. A MoE layer also repeats the router's gate
+// (forced to recompute, not counted) and the routed experts' grouped matmuls (on no save list); its forward
+// counts the top_k experts a token runs. The attention core (SDPA, flex: kept) is in the forward only, 2 FLOPs
+// per multiply-add of q·k and p·v at sequence `seq`. The model's fraction weighs each kind by its layers.
 static double op_policy_recompute(const model_spec& m, std::int64_t seq) {
-  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
-  const double q = static_cast<double>(m.heads * m.head_dim), kv = static_cast<double>(m.kv_heads * m.head_dim);
-  const double s = static_cast<double>(seq), mats = m.mlp == mlp_kind::swiglu ? 3 : 2;
-  const double attention = 2 * (2 * h * q + 2 * h * kv) + 4 * s * q, attention_again = 2 * (h * kv + q * h);
-  double recomputed = attention_again + 2 * h * f, forward = attention + 2 * mats * h * f;
+  const double h = static_cast<double>(m.hidden), s = static_cast<double>(seq);
+  const double n = static_cast<double>(m.heads);
+  std::vector<double> attention;  // FLOPs per token of each counted attention matmul, in order
+  double core = 0;
+  if (m.mla.enabled()) {
+    const auto& x = m.mla;
+    const double dn = static_cast<double>(x.qk_nope_head_dim), dr = static_cast<double>(x.qk_rope_head_dim);
+    const double dv = static_cast<double>(x.v_head_dim), c = static_cast<double>(x.kv_lora_rank);
+    const double q = static_cast<double>(x.q_lora_rank);
+    if (x.q_lora_rank > 0)
+      attention = {2 * h * q, 2 * q * n * (dn + dr)};
+    else
+      attention = {2 * h * n * (dn + dr)};
+    attention.insert(attention.end(), {2 * h * (c + dr), 2 * c * n * (dn + dv), 2 * n * dv * h});
+    core = 2 * s * n * (dn + dr) + 2 * s * n * dv;
+  } else {
+    const double q = static_cast<double>(m.heads * m.head_dim), kv = static_cast<double>(m.kv_heads * m.head_dim);
+    attention = {2 * h * q, 2 * h * kv, 2 * h * kv, 2 * q * h};
+    core = 4 * s * q;
+  }
+  const bool gated = m.mlp == mlp_kind::swiglu;
+  // Sums a block's counted matmuls (attention, then the MLP's `mlp`) into its forward and its recomputed FLOPs.
+  auto block = [&](const std::vector<double>& mlp, double uncounted, double& forward, double& again) {
+    std::vector<double> mms = attention;
+    mms.insert(mms.end(), mlp.begin(), mlp.end());
+    forward = core + uncounted;
+    again = uncounted;
+    for (std::size_t i = 0; i < mms.size(); ++i) {
+      forward += mms[i];
+      if (i % 2 == 1) again += mms[i];  // the 2nd, 4th, ... counted matmul is recomputed
+    }
+  };
+  const double f = static_cast<double>(m.ffn_hidden);
+  double forward = 0, recomputed = 0;
+  block(gated ? std::vector<double>{2 * h * f, 2 * h * f, 2 * f * h} : std::vector<double>{2 * h * f, 2 * f * h}, 0,
+        forward, recomputed);
   if (m.moe.enabled()) {
     const double k = static_cast<double>(m.moe.top_k), fe = static_cast<double>(m.moe.expert_ffn);
-    const double fs = static_cast<double>(m.moe.shared_ffn), gate = static_cast<double>(m.moe.experts) * h;
-    const double moe_again = attention_again + 2 * (gate + k * mats * h * fe + (fs > 0 ? h * fs : 0));
-    const double moe_forward = attention + 2 * (gate + k * mats * h * fe + mats * h * fs);
+    const double fs = static_cast<double>(m.moe.shared_ffn), gate = 2 * static_cast<double>(m.moe.experts) * h;
+    const double experts = 2 * k * (gated ? 3 : 2) * h * fe;
+    std::vector<double> shared;
+    if (fs > 0) shared = gated ? std::vector<double>{2 * h * fs, 2 * h * fs, 2 * fs * h} : std::vector<double>{2 * h * fs, 2 * fs * h};
+    double moe_forward = 0, moe_again = 0;
+    block(shared, gate + experts, moe_forward, moe_again);
     double n_moe = 0;
     for (const bool is_moe : m.moe.layers) n_moe += is_moe ? 1 : 0;
     const double n_dense = static_cast<double>(m.layers) - n_moe;

@@ -95,5 +95,27 @@ TEST(CostModel, OpPolicyOnMoeLayersRepeatsTheExperts) {
   EXPECT_NEAR(every / touched, static_cast<double>(pc.active) / static_cast<double>(pc.total), 1e-12);
 }
 
+// Multi-latent attention with q_lora_rank > 0 (the deepseek-v3 preset: h 7168, 128 heads, q_lora 1536, kv_lora
+// 512, head dims 128 / 64 / 128; dense ffn 18432 on layers 0-2, 58 MoE layers of 256 experts top 8, width 2048,
+// one shared expert of 2048): five attention matmuls wq_a, wq_b, wkv_a, wkv_b, wo, so the 2nd and 4th (wq_b,
+// wkv_b) are repeated and the MLP's w1 and w2 (6th and 8th), not w3 (torchtitan activation_checkpoint.py @
+// 238fa995 l.98-122; tests/ledger_op_mla_test.cpp prices the same order's kept outputs). Per token at s 4096:
+TEST(CostModel, OpPolicyOnMlaFollowsItsMatmulOrder) {
+  auto p = preset_problem("deepseek-v3");
+  p.training.seq = 4096;
+  p.training.attention = attention_kind::flash;
+  const double h = 7168, s = 4096, n = 128;
+  const double wq_a = 2 * h * 1536, wq_b = 2 * 1536 * n * 192, wkv_a = 2 * h * 576, wkv_b = 2 * 512 * n * 256;
+  const double wo = 2 * n * 128 * h, core = 2 * s * n * 192 + 2 * s * n * 128;
+  const double attention = wq_a + wq_b + wkv_a + wkv_b + wo + core, attention_again = wq_b + wkv_b;
+  const double dense_forward = attention + 3 * 2 * h * 18432, dense_again = attention_again + 2 * 2 * h * 18432;
+  const double gate = 2 * 256 * h, experts = 2 * 8 * 3 * h * 2048;
+  const double moe_forward = attention + gate + experts + 3 * 2 * h * 2048;
+  const double moe_again = attention_again + gate + experts + 2 * 2 * h * 2048;
+  const double expected = (3 * dense_again + 58 * moe_again) / (3 * (3 * dense_forward + 58 * moe_forward));
+  layout l = make_layout(64, 3, recompute_mode::selective_op);
+  EXPECT_NEAR(cost_of(p, count_params(p.model), l, {}).recompute, expected, 1e-12);
+}
+
 }  // namespace
 }  // namespace headroom
