@@ -161,7 +161,258 @@ std::vector<std::string> cmp_changes(const std::vector<probes::measurement_recor
   return out;
 }
 
+// A record of one side with its case: `id` (case_of, as text: equal for records of one case), `label` (for
+// output), `flat` (the case's fields by path, to name what differs between two cases).
+struct cmp_entry {
+  const probes::measurement_record* r = nullptr;
+  std::string id, label;
+  std::map<std::string, std::string> flat;
+};
+
+// Adds the leaves of `j` to `out` by path ("problem.training.micro_batch",
+// "problem.recipe.buffers[0].bytes").
+void cmp_flatten(const nlohmann::json& j, const std::string& at, std::map<std::string, std::string>& out) {
+  const bool nested_array = j.is_array() && std::any_of(j.begin(), j.end(), [](const nlohmann::json& x) {
+                              return x.is_structured();
+                            });
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [k, v] : j.items()) {
+      std::string path = at;
+      if (!path.empty()) path.push_back('.');
+      path.append(k);
+      cmp_flatten(v, path, out);
+    }
+  } else if (nested_array) {
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      std::string path = at;
+      path.append("[").append(std::to_string(i)).append("]");
+      cmp_flatten(j[i], path, out);
+    }
+  } else {
+    out[at] = j.is_string() ? j.get<std::string>() : j.dump();
+  }
+}
+
+// A path of a case as printed: the problem's fields without "problem." ("training.micro_batch").
+std::string cmp_shown_path(const std::string& path) {
+  return path.rfind("problem.", 0) == 0 ? path.substr(8) : path;
+}
+
+// Returns the value at `path` of a flattened case, "none" where it has none.
+std::string cmp_value_at(const std::map<std::string, std::string>& flat, const std::string& path) {
+  const auto it = flat.find(path);
+  return it == flat.end() ? "none" : it->second;
+}
+
+// Returns the paths at which two flattened cases differ.
+std::vector<std::string> cmp_differing(const std::map<std::string, std::string>& a,
+                                       const std::map<std::string, std::string>& b) {
+  std::set<std::string> paths;
+  for (const auto& [p, _] : a) paths.insert(p);
+  for (const auto& [p, _] : b) paths.insert(p);
+  std::vector<std::string> out;
+  for (const auto& p : paths)
+    if (cmp_value_at(a, p) != cmp_value_at(b, p)) out.push_back(p);
+  return out;
+}
+
+// Returns `paths` with every path under an object whose "name" is among them replaced by that name: a recipe
+// or model of another name is named, not listed field by field.
+std::vector<std::string> cmp_named(const std::vector<std::string>& paths) {
+  const std::set<std::string> all(paths.begin(), paths.end());
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::string shown = p;
+    for (auto dot = p.find('.'); dot != std::string::npos; dot = p.find('.', dot + 1))
+      if (const std::string name = p.substr(0, dot) + ".name"; all.count(name)) {
+        shown = name;
+        break;
+      }
+    if (std::find(out.begin(), out.end(), shown) == out.end()) out.push_back(shown);
+  }
+  return out;
+}
+
+// Returns the records of one side with their cases.
+std::vector<cmp_entry> cmp_entries(const std::vector<probes::measurement_record>& set) {
+  std::vector<cmp_entry> out;
+  for (const auto& r : set) {
+    cmp_entry e;
+    e.r = &r;
+    const nlohmann::json c = case_of(r);
+    e.id = c.dump();
+    e.label = case_key(r);
+    cmp_flatten(c, "", e.flat);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Makes every label name one case: where cases of both sides share a label (the same model, layout, sequence
+// and micro-batch, another recipe or attention), each label gets the fields that tell them apart; where a
+// side holds several records of one case, each label gets its record's file name.
+void cmp_label_apart(std::vector<cmp_entry>& a, std::vector<cmp_entry>& b) {
+  std::map<std::string, std::map<std::string, const cmp_entry*>> by_label;  // label -> case -> a record
+  std::map<std::string, int> old_count, new_count;                          // case -> records on the side
+  for (const auto& e : a) {
+    by_label[e.label][e.id] = &e;
+    ++old_count[e.id];
+  }
+  for (const auto& e : b) {
+    by_label[e.label][e.id] = &e;
+    ++new_count[e.id];
+  }
+  std::map<std::string, std::string> suffix;  // case -> what its label adds
+  for (const auto& [label, cases] : by_label) {
+    if (cases.size() < 2) continue;
+    // The paths at which not every case of the label agrees, in one pass over the cases (a label may be
+    // shared by thousands).
+    std::map<std::string, std::set<std::string>> values;  // path -> the values the cases hold there
+    for (const auto& [id, e] : cases)
+      for (const auto& [p, _] : e->flat) values[p];
+    for (const auto& [id, e] : cases)
+      for (auto& [p, held] : values) held.insert(cmp_value_at(e->flat, p));
+    std::vector<std::string> differing;
+    for (const auto& [p, held] : values)
+      if (held.size() > 1) differing.push_back(p);
+    const std::vector<std::string> apart = cmp_named(differing);
+    for (const auto& [id, e] : cases) {
+      std::string s;
+      std::size_t n = 0;
+      for (const auto& p : apart) {
+        if (++n > 3) {
+          s += ", ...";
+          break;
+        }
+        s += (s.empty() ? "" : ", ") + cmp_shown_path(p) + " " + cmp_value_at(e->flat, p);
+      }
+      suffix[id] = " {" + s + "}";
+    }
+  }
+  for (auto* side : {&a, &b})
+    for (auto& e : *side) {
+      if (const auto it = suffix.find(e.id); it != suffix.end()) e.label += it->second;
+      if (old_count[e.id] > 1 || new_count[e.id] > 1)
+        e.label += " (" + std::filesystem::path(e.r->origin).filename().string() + ")";
+    }
+}
+
+// Pairs the records of one case, `olds` on the baseline's side and `news` on the new one's: one each, the
+// two; several, by file name (a set compared with itself, repeated runs saved under the same names), and
+// what is left when it is one on each side. What is left on one side only goes to `lone_old` / `lone_new`.
+// Several left on a side facing any on the other would be a guess: refused, naming two of them.
+void cmp_pair_case(const std::vector<cmp_entry*>& olds, const std::vector<cmp_entry*>& news,
+                   std::vector<std::pair<cmp_entry*, cmp_entry*>>& pairs, std::vector<cmp_entry*>& lone_old,
+                   std::vector<cmp_entry*>& lone_new, std::vector<std::string>& paired) {
+  if (olds.size() == 1 && news.size() == 1) {
+    pairs.push_back({olds[0], news[0]});
+    return;
+  }
+  auto name = [](const cmp_entry* e) { return std::filesystem::path(e->r->origin).filename().string(); };
+  std::map<std::string, int> old_names;
+  std::map<std::string, std::vector<cmp_entry*>> new_names;
+  for (const cmp_entry* o : olds) ++old_names[name(o)];
+  for (cmp_entry* n : news) new_names[name(n)].push_back(n);
+  std::vector<cmp_entry*> left_old, left_new;
+  for (cmp_entry* o : olds) {
+    const std::string n = name(o);
+    const auto it = new_names.find(n);
+    if (!n.empty() && old_names[n] == 1 && it != new_names.end() && it->second.size() == 1) {
+      pairs.push_back({o, it->second[0]});
+      it->second.clear();
+    } else {
+      left_old.push_back(o);
+    }
+  }
+  for (cmp_entry* n : news)
+    if (!new_names[name(n)].empty()) left_new.push_back(n);
+  if (left_old.size() == 1 && left_new.size() == 1) {
+    paired.push_back("paired '" + left_old[0]->label + "' with '" + left_new[0]->label +
+                     "' (the only records of their case on each side not paired by file name)");
+    pairs.push_back({left_old[0], left_new[0]});
+    return;
+  }
+  if (!left_old.empty() && !left_new.empty()) {
+    const bool old_side = left_old.size() > 1;
+    const auto& many = old_side ? left_old : left_new;
+    const auto& other = old_side ? left_new : left_old;
+    throw bad_input("compare",
+                    std::string("the ") + (old_side ? "baseline" : "new") + " set holds " +
+                        std::to_string(many.size()) + " records of one case, '" + many[0]->r->origin +
+                        "' and '" + many[1]->r->origin + "', facing " + std::to_string(other.size()) +
+                        " on the other side whose file names do not match: records of one case pair by "
+                        "file name (name them alike on both sides, or split the set)");
+  }
+  lone_old.insert(lone_old.end(), left_old.begin(), left_old.end());
+  lone_new.insert(lone_new.end(), left_new.begin(), left_new.end());
+}
+
+// The records of the other side a line of an unpaired record looks at for its nearest case.
+constexpr std::size_t cmp_nearest_candidates = 64;
+
+// Returns the fields in which the nearest record of `e`'s kind among `others` (the other side's records
+// with no partner; the first cmp_nearest_candidates of its kind) differs from `e`, as baseline -> new
+// ("training.micro_batch 1 -> 2"); "" when there is none.
+std::string cmp_nearest_difference(const cmp_entry& e, const std::vector<cmp_entry*>& others,
+                                   bool baseline_side) {
+  const cmp_entry* nearest = nullptr;
+  std::vector<std::string> fewest;
+  std::size_t looked = 0;
+  for (const cmp_entry* o : others) {
+    if (o->r->kind != e.r->kind || o->r->backend != e.r->backend) continue;
+    if (++looked > cmp_nearest_candidates) break;  // a hint, not a search: bounded for 10,000 records a side
+    auto d = cmp_named(cmp_differing(e.flat, o->flat));
+    if (!nearest || d.size() < fewest.size()) {
+      nearest = o;
+      fewest = std::move(d);
+    }
+  }
+  if (!nearest) return "";
+  const auto& from = baseline_side ? e.flat : nearest->flat;
+  const auto& to = baseline_side ? nearest->flat : e.flat;
+  std::string s;
+  for (std::size_t i = 0; i < fewest.size() && i < 3; ++i)
+    s += (s.empty() ? "" : ", ") + cmp_shown_path(fewest[i]) + " " + cmp_value_at(from, fewest[i]) + " -> " +
+         cmp_value_at(to, fewest[i]);
+  if (fewest.size() > 3) s += " and " + std::to_string(fewest.size() - 3) + " more";
+  return s;
+}
+
+// Returns `p` as JSON less what does not change the run: the planner's allowance for what it does not derive
+// (a calibration changes it, the run does not) and where a model or recipe was read from (a path differs
+// between two machines' copies).
+nlohmann::json cmp_problem_json(const problem& p) {
+  nlohmann::json j = problem_to_json(p);
+  for (const char* k : {"reserve", "reserve_bytes", "fixed_overheads_bytes"}) j["device"].erase(k);
+  j["model"].erase("source");
+  j["recipe"].erase("source");
+  return j;
+}
+
 }  // namespace
+
+nlohmann::json problem_case(const problem& p, const layout& l) {
+  return {{"problem", cmp_problem_json(p)}, {"layout", layout_to_json(l)}};
+}
+
+nlohmann::json case_of(const probes::measurement_record& r) {
+  nlohmann::json c = {{"kind", r.kind}, {"backend", r.backend}};
+  if (r.inputs) c["problem"] = cmp_problem_json(*r.inputs);
+  if (r.where)
+    c["layout"] = layout_to_json(*r.where);
+  else if (r.raw.contains("inputs") && r.raw["inputs"].contains("layout"))
+    c["layout"] = r.raw["inputs"]["layout"];  // a record built in code with the layout's text alone
+  if (r.kind == "probe") {
+    c["stage"] = r.stage;
+    c["allocator"] = r.allocator;
+    if (r.rank) c["rank"] = *r.rank;
+  }
+  if (r.kind == "overheads") c["module_loading"] = r.raw.value("module_loading", std::string());
+  if (r.kind == "observation") c["figure"] = r.figure;
+  if (r.kind == "snapshot" && !r.inputs)
+    c["snapshot_file"] = std::filesystem::path(r.raw.value("source", std::string())).filename().string();
+  return c;
+}
 
 std::string case_key(const probes::measurement_record& r) {
   // Appended piece by piece: `"x" + std::string` temporaries trip GCC 12's -Wrestrict (bug 105651).
@@ -177,6 +428,12 @@ std::string case_key(const probes::measurement_record& r) {
     std::string layout = r.raw["inputs"]["layout"].get<std::string>();
     layout.push_back(']');
     add(layout.insert(0, 1, '['));
+  }
+  if (r.inputs) {
+    add("seq");
+    add(std::to_string(r.inputs->training.seq));
+    add("micro-batch");
+    add(std::to_string(r.inputs->training.micro_batch));
   }
   if (r.kind == "probe") {
     add("stage");
@@ -209,62 +466,64 @@ comparison compare(const std::vector<probes::measurement_record>& baseline,
   c.baseline_environments = cmp_environments(baseline);
   c.new_environments = cmp_environments(fresh);
   c.environment_changes = cmp_changes(baseline, fresh);
-  std::map<std::string, const probes::measurement_record*> old_by, new_by;
-  // One record per case on each side: two records of one case would leave one of them unread (a regression
-  // in it unseen), so they are refused, both named.
-  auto index = [](const std::vector<probes::measurement_record>& set, const char* side,
-                  std::map<std::string, const probes::measurement_record*>& by) {
-    for (const auto& r : set) {
-      const auto [it, added] = by.emplace(case_key(r), &r);
-      if (!added)
-        throw bad_input("compare", std::string("the ") + side + " set holds two records of one case, '" +
-                                       it->second->origin + "' and '" + r.origin +
-                                       "': compare needs one per case on each side (split the set)");
+  std::vector<cmp_entry> old_set = cmp_entries(baseline), new_set = cmp_entries(fresh);
+  cmp_label_apart(old_set, new_set);
+  // Each side's records by case, in the order read.
+  std::map<std::string, std::vector<cmp_entry*>> old_by, new_by;
+  for (auto& e : old_set) old_by[e.id].push_back(&e);
+  for (auto& e : new_set) new_by[e.id].push_back(&e);
+  std::vector<std::pair<cmp_entry*, cmp_entry*>> pairs;
+  std::vector<cmp_entry*> lone_old, lone_new;
+  for (auto& [id, olds] : old_by) {
+    const auto n = new_by.find(id);
+    if (n == new_by.end()) {
+      lone_old.insert(lone_old.end(), olds.begin(), olds.end());
+      continue;
     }
-  };
-  index(baseline, "baseline", old_by);
-  index(fresh, "new", new_by);
-  std::vector<
-      std::pair<std::string, std::pair<const probes::measurement_record*, const probes::measurement_record*>>>
-      pairs;
+    cmp_pair_case(olds, n->second, pairs, lone_old, lone_new, c.paired);
+  }
+  for (auto& [id, news] : new_by)
+    if (!old_by.count(id)) lone_new.insert(lone_new.end(), news.begin(), news.end());
   // Only records with no case attached (a snapshot named by its file) may be paired by elimination: two
   // records of different problems are different questions, never compared.
-  std::map<std::string, std::vector<std::string>> lone_old, lone_new;  // by kind
-  for (const auto& [k, r] : old_by)
-    if (!new_by.count(k)) {
-      if (r->inputs)
-        c.only_baseline.push_back(k);
-      else
-        lone_old[r->kind].push_back(k);
+  std::map<std::string, std::vector<cmp_entry*>> caseless_old, caseless_new;  // by kind
+  std::vector<cmp_entry*> unpaired_old, unpaired_new;
+  for (cmp_entry* e : lone_old) (e->r->inputs ? unpaired_old : caseless_old[e->r->kind]).push_back(e);
+  for (cmp_entry* e : lone_new) (e->r->inputs ? unpaired_new : caseless_new[e->r->kind]).push_back(e);
+  for (auto& [kind, olds] : caseless_old) {
+    auto& news = caseless_new[kind];
+    if (olds.size() == 1 && news.size() == 1) {
+      c.paired.push_back("paired '" + olds[0]->label + "' with '" + news[0]->label +
+                         "' (the only unmatched " + kind + " record on each side)");
+      pairs.push_back({olds[0], news[0]});
+      olds.clear();
+      news.clear();
     }
-  for (const auto& [k, r] : new_by) {
-    if (const auto o = old_by.find(k); o != old_by.end())
-      pairs.push_back({k, {o->second, r}});
-    else if (r->inputs)
-      c.only_new.push_back(k);
-    else
-      lone_new[r->kind].push_back(k);
+    unpaired_old.insert(unpaired_old.end(), olds.begin(), olds.end());
   }
-  for (auto& [kind, keys] : lone_old) {
-    auto& other = lone_new[kind];
-    if (keys.size() == 1 && other.size() == 1) {
-      c.paired.push_back("paired '" + keys[0] + "' with '" + other[0] + "' (the only unmatched " + kind +
-                         " record on each side)");
-      pairs.push_back({keys[0], {old_by[keys[0]], new_by[other[0]]}});
-      keys.clear();
-      other.clear();
+  for (auto& [kind, news] : caseless_new) unpaired_new.insert(unpaired_new.end(), news.begin(), news.end());
+  for (auto* side : {&unpaired_old, &unpaired_new})
+    std::sort(side->begin(), side->end(),
+              [](const cmp_entry* x, const cmp_entry* y) { return x->label < y->label; });
+  for (int side = 0; side < 2; ++side)
+    for (const cmp_entry* e : side == 0 ? unpaired_old : unpaired_new) {
+      const std::string d = cmp_nearest_difference(*e, side == 0 ? unpaired_new : unpaired_old, side == 0);
+      if (side == 0 && c.nearest_difference.empty()) c.nearest_difference = d;
+      (side == 0 ? c.only_baseline : c.only_new)
+          .push_back(e->label + (d.empty() ? ""
+                                           : std::string(" (nearest case in the ") +
+                                                 (side == 0 ? "new set" : "baseline") +
+                                                 ", baseline -> new: " + d + ")"));
     }
-    for (const auto& k : keys) c.only_baseline.push_back(k);
-  }
-  for (const auto& [kind, keys] : lone_new)
-    for (const auto& k : keys) c.only_new.push_back(k);
-  std::sort(c.only_new.begin(), c.only_new.end());
-  for (const auto& [k, p] : pairs) {
-    const auto a = cmp_figures(*p.first), b = cmp_figures(*p.second);
+  std::sort(pairs.begin(), pairs.end(),
+            [](const auto& x, const auto& y) { return x.first->label < y.first->label; });
+  c.compared = static_cast<int>(pairs.size());
+  for (const auto& [o, n] : pairs) {
+    const auto a = cmp_figures(*o->r), b = cmp_figures(*n->r);
     for (const auto& [name, vb] : b) {
       const auto va = a.find(name);
       if (va == a.end() || va->second.value == vb.value) continue;
-      const moved_figure m = cmp_judged(k, name, va->second, vb, tol);
+      const moved_figure m = cmp_judged(o->label, name, va->second, vb, tol);
       c.regressions += m.exceeds && m.worse;
       c.improved += m.exceeds && !m.worse;
       c.moved.push_back(m);

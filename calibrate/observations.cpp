@@ -5,10 +5,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <map>
 
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
+#include "planner/gpu_types.hpp"
 #include "planner/json_fields.hpp"
 #include "probes/records/envelope.hpp"
 #include "probes/records/measurement_record.hpp"
@@ -129,6 +131,32 @@ std::int64_t observation_bytes(const std::string& value, const std::string& unit
   return std::llround(bytes);
 }
 
+// Returns half the last digit of the number `value` (as observation_bytes read it) in a unit of `unit_bytes`
+// bytes: "69.7" -> 0.05, "61234" -> 0.5, "7.5e1" -> 0.5, at least 1 byte.
+std::int64_t observation_rounding(const std::string& value, double unit_bytes) {
+  const std::string t = observation_trimmed(value);
+  const auto e = t.find_first_of("eE");
+  const std::string mantissa = t.substr(0, e);
+  int exponent = 0;
+  if (e != std::string::npos) {
+    const char* from = t.data() + e + 1;
+    if (from < t.data() + t.size() && *from == '+') ++from;
+    (void)std::from_chars(from, t.data() + t.size(), exponent);
+  }
+  const auto dot = mantissa.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(mantissa.size() - dot - 1);
+  const double half = 0.5 * std::pow(10.0, exponent - decimals) * unit_bytes;
+  return std::max<std::int64_t>(1,
+                                std::llround(std::min(half, static_cast<double>(probes::max_record_bytes))));
+}
+
+// Returns the bytes of the unit called `unit` (one of observation_units), 1 when unknown.
+double observation_unit_bytes(const std::string& unit) {
+  for (const auto& x : observation_units)
+    if (observation_trimmed(unit) == x.name) return x.bytes;
+  return 1;
+}
+
 // Fills one row from its cells (column name -> text); `problem` was read by the caller.
 observation_row observation_from_cells(const std::vector<std::pair<std::string, std::string>>& cells,
                                        const std::string& origin, std::size_t row) {
@@ -162,6 +190,7 @@ observation_row observation_from_cells(const std::vector<std::pair<std::string, 
   }
   if (!has_figure) throw bad_input(cell_where(origin, row, "figure"), "missing");
   r.bytes = observation_bytes(value, unit, origin, row);
+  r.rounding = observation_rounding(value, observation_unit_bytes(unit));
   r.as_given = value + " " + unit;
   for (char ch : r.name)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.') ||
@@ -311,6 +340,99 @@ void check_record_floor(const probes::measurement_record& r) {
                                 gib_str(r.persistent, 2) +
                                 " GiB of state (parameters, gradients, optimizer) the planner predicts: the problem "
                                 "does not describe the run that was measured, or the figure is of another kind");
+}
+
+void check_observation_device(const observation_row& r, const problem& p, const std::string& total_from,
+                              const std::string& origin) {
+  std::vector<const gpu_type*> named;
+  if (const gpu_type* t = known_gpu_type(p.device.gpu_type)) {
+    if (!r.gpu.empty() && !device_name_may_be(r.gpu, *t))
+      throw bad_input(
+          cell_where(origin, r.row, "gpu"),
+          "'" + printable(r.gpu, 60) + "' cannot be the problem's --gpu-type " + t->name +
+              " (another family or memory size): one of the two is not the GPU that measured the run");
+    named.push_back(t);
+  } else if (!r.gpu.empty()) {
+    for (const auto& t : gpu_types())
+      if (device_name_may_be(r.gpu, t)) named.push_back(&t);
+  }
+  if (named.empty()) return;
+  // The GPU as the line names it: the gpu cell, and the types it may be.
+  std::string types, capacities;
+  std::int64_t largest = 0;
+  for (const gpu_type* t : named) {
+    types += (types.empty() ? "" : " or ") + std::string(t->name);
+    capacities += (capacities.empty() ? "" : " or ") + gib_str(t->capacity, 2);
+    largest = std::max(largest, t->capacity);
+  }
+  const std::string gpu = (r.gpu.empty() ? std::string() : "'" + printable(r.gpu, 60) + "', ") + types;
+  auto agrees = [&](const gpu_type* t) {
+    return std::fabs(static_cast<double>(p.device.capacity - t->capacity)) <=
+           device_total_tolerance * static_cast<double>(t->capacity);
+  };
+  if (!total_from.empty() && std::none_of(named.begin(), named.end(), agrees))
+    throw bad_input(cell_where(origin, r.row, "problem"),
+                    "the device total " + gib_str(p.device.capacity, 2) + " GiB (" + total_from +
+                        ") disagrees with the " + capacities + " GiB of " + gpu +
+                        " (planner/gpu_types.hpp): give --gpu-type alone, or the total the driver reports");
+  if (static_cast<double>(r.bytes - r.rounding) > (1 + device_total_tolerance) * static_cast<double>(largest))
+    throw bad_input(cell_where(origin, r.row, "value"),
+                    std::string(figure_name(r.figure)) + " " + printable(r.as_given, 40) + " is above the " +
+                        capacities + " GiB of " + gpu +
+                        " (planner/gpu_types.hpp): check the figure's unit, or the "
+                        "gpu cell");
+}
+
+void check_observations_agree(const std::vector<observation_row>& rows, const std::vector<std::string>& cases,
+                              const std::string& origin) {
+  // Within one run: allocated peak <= reserved peak <= device used (what each figure holds:
+  // observations.hpp).
+  // The rank of a figure in that order, and why the order holds.
+  auto rank = [](figure_kind f) {
+    return f == figure_kind::allocated_peak ? 0 : f == figure_kind::reserved_peak ? 1 : 2;
+  };
+  auto why = [](figure_kind lo, figure_kind hi) -> std::string {
+    if (lo == figure_kind::allocated_peak && hi == figure_kind::reserved_peak)
+      return "the allocator hands out only what it reserved";
+    if (lo == figure_kind::reserved_peak) return "the device's used memory holds the reserved segments";
+    return "the device's used memory holds every allocated byte";
+  };
+  // Per run (case and environment): for each kind of figure the rows that bound it so far, the largest
+  // (least value within rounding) and the smallest (greatest value within rounding).
+  struct bounds {
+    const observation_row* most[3] = {nullptr, nullptr, nullptr};
+    const observation_row* least[3] = {nullptr, nullptr, nullptr};
+  };
+  std::map<std::string, bounds> runs;
+  for (std::size_t i = 0; i < rows.size() && i < cases.size(); ++i) {
+    const observation_row& r = rows[i];
+    std::string key = cases[i];
+    for (const std::string* cell : {&r.gpu, &r.driver, &r.cuda_runtime, &r.nccl, &r.software, &r.allocator}) {
+      key.push_back('\x1f');
+      key.append(*cell);
+    }
+    bounds& b = runs[key];
+    const int k = rank(r.figure);
+    const std::int64_t low = r.bytes - r.rounding, high = r.bytes + r.rounding;
+    // Against every earlier row of the run whose figure should be at least this one's, or at most.
+    for (int other = 0; other < 3; ++other) {
+      if (other == k) continue;
+      const bool this_is_lower = k < other;
+      const observation_row* o = this_is_lower ? b.least[other] : b.most[other];
+      if (!o) continue;
+      const bool contradicts = this_is_lower ? low > o->bytes + o->rounding : o->bytes - o->rounding > high;
+      if (!contradicts) continue;
+      const figure_kind lo = this_is_lower ? r.figure : o->figure, hi = this_is_lower ? o->figure : r.figure;
+      throw bad_input(cell_where(origin, r.row, "value"),
+                      std::string(figure_name(r.figure)) + " " + printable(r.as_given, 40) + " is " +
+                          (this_is_lower ? "above" : "below") + " the " + figure_name(o->figure) + " " +
+                          printable(o->as_given, 40) + " of row " + std::to_string(o->row) +
+                          " (same problem, same environment): " + why(lo, hi) +
+                          "; one row is of another run or another kind of figure");
+    }
+    if (!b.most[k] || low > b.most[k]->bytes - b.most[k]->rounding) b.most[k] = &r;
+    if (!b.least[k] || high < b.least[k]->bytes + b.least[k]->rounding) b.least[k] = &r;
+  }
 }
 
 nlohmann::json observation_record(const observation_row& r, const problem& p, const layout& l,

@@ -45,6 +45,9 @@ struct observation_row {
   figure_kind figure = figure_kind::reserved_peak;
   std::int64_t bytes = 0;  // the figure, converted from value and unit
   std::string as_given;    // "71.3 GiB": the value and unit as the table gave them
+  // Half the last digit the value was given to, in bytes ("69.7 GiB": 0.05 GiB; "61234 MiB": 0.5 MiB): the
+  // figure lies within bytes +- rounding, which comparisons between rows allow for.
+  std::int64_t rounding = 0;
   std::string gpu, driver, cuda_runtime, nccl, software, allocator, source, date;
 };
 
@@ -71,6 +74,26 @@ void check_observation_floor(const observation_row& r, const problem& p, const l
 // below the state its single-stage case holds (the check above, for a record edited or written by hand;
 // a pipeline's record holds the worst stage's state, which another stage's figure may be below).
 void check_record_floor(const probes::measurement_record& r);
+
+// Throws bad_input naming row `r`'s cell when the GPU it states contradicts itself. The GPU types it names
+// (planner/gpu_types.hpp) are the problem's --gpu-type (device_spec::gpu_type) when given, else every type
+// the `gpu` cell may be (device_name_may_be); none (an unknown device, no gpu cell): nothing is checked.
+//   - the `gpu` cell names a device that cannot be the problem's --gpu-type;
+//   - the problem states a device total (`total_from`: the option or field that stated it, "--gpu-mem",
+//     "device.capacity_bytes"; "" when the total is the planner's default or the type's own) that is not
+//     within device_total_tolerance (planner/gpu_types.hpp) of any named type's capacity;
+//   - the row's figure, less its rounding, is above the largest named type's capacity by more than that.
+void check_observation_device(const observation_row& r, const problem& p, const std::string& total_from,
+                              const std::string& origin);
+
+// Throws bad_input naming the later row's value cell, the earlier row and both figures when two rows of one
+// run contradict each other beyond the rounding of their values: rows whose `cases` (one per row, equal for
+// runs of one problem and layout: compare.hpp problem_case) are equal and whose environment cells (gpu,
+// driver, cuda, nccl, software, allocator) are equal, empty ones included. Within one run an allocated peak
+// is at most the reserved peak (the allocator hands out what it reserved) and at most the device's used
+// memory, and the reserved peak at most the device's used memory (which holds the allocator's segments).
+void check_observations_agree(const std::vector<observation_row>& rows, const std::vector<std::string>& cases,
+                              const std::string& origin);
 
 // Returns the observation record (headroom.measurement, backend "observation") of row `r` measured on the
 // case `p`, `l`: the figure, where it came from, the environment it was measured in, and the planner's

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -52,6 +53,18 @@ std::string moved_line(const calibrate::moved_figure& m) {
   return std::string(line) + "   [" + printable(m.key) + "]";
 }
 
+// True when both sides are the same files (a set compared with itself: the same directory or files twice, in
+// any spelling).
+bool same_record_files(const std::vector<probes::measurement_record>& a,
+                       const std::vector<probes::measurement_record>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::error_code ec;
+    if (!std::filesystem::equivalent(a[i].origin, b[i].origin, ec) || ec) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_compare(const compare_options& o) {
@@ -68,6 +81,16 @@ int run_compare(const compare_options& o) {
   tol.fragmentation = o.tolerance_pct / 100;
   tol.segments = o.tolerance_pct / 100;
   const auto c = calibrate::compare(a, b, tol);
+  // Records pair by their whole case (calibrate/compare.hpp, case_of): sets of other problems (another
+  // micro-batch, sequence or layout) share none, and a gate that compared nothing must not pass.
+  if (c.compared == 0) {
+    const std::string nearest = c.nearest_difference.empty() ? std::string()
+                                                             : " (the nearest records differ in " +
+                                                                   printable(c.nearest_difference, 160) + ")";
+    throw bad_input(
+        "compare", "no record of " + in_quotes(o.fresh) + " is of a case in " + in_quotes(o.baseline) +
+                       ", so nothing was compared: records pair by their whole problem and layout" + nearest);
+  }
   std::ostringstream out;
   out << "headroom compare: " << a.size() << " baseline records, " << b.size() << " new records; tolerance "
       << o.tolerance_pct << "% or " << o.tolerance_mib << " MiB for bytes (whichever is larger), "
@@ -75,10 +98,15 @@ int run_compare(const compare_options& o) {
   for (const auto& e : c.baseline_environments) out << "  baseline: " << printable(e, 300) << "\n";
   for (const auto& e : c.new_environments) out << "  new:      " << printable(e, 300) << "\n";
   if (c.environment_changes.empty()) out << "  the two sides state the same environment\n";
+  if (same_record_files(a, b))
+    out << "  the two sides are the same " << a.size()
+        << " record file(s): a baseline check, nothing can move\n";
   for (const auto& e : c.environment_changes) out << "  changed: " << printable(e, 300) << "\n";
   for (const auto& p : c.paired) out << "  " << printable(p, 400) << "\n";
-  for (const auto& k : c.only_baseline) out << "  only in the baseline: " << printable(k) << "\n";
-  for (const auto& k : c.only_new) out << "  only in the new set: " << printable(k) << "\n";
+  for (const auto& k : c.only_baseline)
+    out << "  only in the baseline, not compared: " << printable(k, 400) << "\n";
+  for (const auto& k : c.only_new)
+    out << "  only in the new set, not compared: " << printable(k, 400) << "\n";
   if (c.moved.empty()) out << "nothing moved\n";
   for (const auto& m : c.moved) out << moved_line(m) << "\n";
   out << (c.regressions ? "verdict: REGRESSION: " : "verdict: no regression: ") << c.regressions

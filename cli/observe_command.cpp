@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "calibrate/compare.hpp"
 #include "calibrate/observations.hpp"
 #include "exit_codes.hpp"
 #include "plan_command.hpp"
@@ -31,10 +32,18 @@ CLI::App* add_observe_command(CLI::App& app, observe_options& o) {
 
 namespace {
 
-// Returns the problem and layout of a row given as `headroom plan` flags; adds the files its flags read to
-// `files`. Throws bad_input naming the cell.
-std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r, const std::string& origin,
-                                            std::vector<std::string>& files) {
+// A row's run: its problem and layout, and what stated the device total ("" when it is the planner's default
+// or the --gpu-type's own capacity; calibrate/observations.hpp, check_observation_device).
+struct observe_case {
+  problem p;
+  layout l;
+  std::string total_from;
+};
+
+// Returns the run of a row given as `headroom plan` flags or as a problem object; adds the files its flags
+// read to `files`. Throws bad_input naming the cell.
+observe_case observe_row_case(const calibrate::observation_row& r, const std::string& origin,
+                              std::vector<std::string>& files) {
   const std::string where = calibrate::cell_where(origin, r.row, "problem");
   if (!r.problem.is_null()) {
     if (!r.problem.is_object() || !r.problem.contains("layout"))
@@ -46,7 +55,7 @@ std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r,
       problem p = problem_from_json(pj, where);
       layout l = layout_from_json(lj, where + ".layout");
       (void)estimate(p, l);  // validates the layout against the model
-      return {p, l};
+      return {p, l, "device.capacity_bytes"};
     } catch (const bad_input& e) {
       throw bad_input(where, e.what());
     }
@@ -66,7 +75,7 @@ std::pair<problem, layout> observe_row_case(const calibrate::observation_row& r,
     problem p = problem_from(po);
     layout l = layout_from(po);
     (void)estimate(p, l);
-    return {p, l};
+    return {p, l, given(po, "--gpu-mem") ? "--gpu-mem" : ""};
   } catch (const bad_input& e) {
     throw bad_input(where, e.what());
   }
@@ -84,15 +93,19 @@ int run_observe(const observe_options& o) {
   // Every row is read and predicted before anything is written: one bad row, no records.
   std::vector<std::pair<std::string, std::string>> records;
   std::vector<std::string> inputs{o.table};  // no record may overwrite what the rows read
+  std::vector<std::string> cases;            // each row's run, to check rows of one run against each other
   for (const auto& r : rows) {
-    const auto [p, l] = observe_row_case(r, origin, inputs);
+    const auto [p, l, total_from] = observe_row_case(r, origin, inputs);
+    calibrate::check_observation_device(r, p, total_from, origin);
     calibrate::check_observation_floor(r, p, l, origin);
+    cases.push_back(calibrate::problem_case(p, l).dump());
     const std::string path = (std::filesystem::path(o.out) / (r.name + ".json")).string();
     for (const auto& [other, _] : records)
       if (other == path)
         throw bad_input(calibrate::cell_where(origin, r.row, "name"), "'" + r.name + "' names two runs");
     records.emplace_back(path, calibrate::observation_record(r, p, l, command).dump(2) + "\n");
   }
+  calibrate::check_observations_agree(rows, cases, origin);
   std::error_code ec;
   const bool existed = std::filesystem::exists(o.out, ec);
   if (existed && !std::filesystem::is_directory(o.out, ec))

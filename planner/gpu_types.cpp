@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 
 #include "errors.hpp"
 #include "json_fields.hpp"
@@ -56,6 +57,17 @@ bool device_name_may_be(const std::string& device_name, const gpu_type& g) {
     if (type.find("-" + lower.substr(from, at - from + 2)) == std::string::npos) return false;
   }
   return true;
+}
+
+bool device_total_may_be(const std::string& device_name, std::int64_t total) {
+  bool named = false;
+  for (const auto& g : table) {
+    if (!device_name_may_be(device_name, g)) continue;
+    named = true;
+    const double cap = static_cast<double>(g.capacity);
+    if (std::abs(static_cast<double>(total) - cap) <= device_total_tolerance * cap) return true;
+  }
+  return !named;
 }
 
 const gpu_type* known_gpu_type(const std::string& name) {

@@ -32,6 +32,15 @@ const gpu_type& find_gpu_type(const std::string& name);
 // may be the GPU type `g`: false when the name holds another family than g's ("a100" for h100-80gb) or states
 // another memory size in GB; true when it names g's family and states no other size ("NVIDIA H100 NVL").
 bool device_name_may_be(const std::string& device_name, const gpu_type& g);
+// How far a device total a record or row states may lie from the capacity of the GPU type it names, as a
+// fraction of that capacity: what CUDA, torch and nvidia-smi report for one card differ by about 1% (this
+// table keeps nvidia-smi's), a nominal "80" for a 79.6 GiB card by 0.5%; another size of the card, or GB taken
+// for GiB (7%), lies beyond it.
+inline constexpr double device_total_tolerance = 0.05;
+// Returns whether `total` bytes may be the memory of a device named `device_name`: true when no GPU type may
+// be it (an unknown device: nothing to check) or when one that may be it has a capacity within
+// device_total_tolerance of `total`.
+bool device_total_may_be(const std::string& device_name, std::int64_t total);
 // Returns the GPU type called exactly `name`, or nullptr (a record's or calibration's GPU, which may be unknown).
 const gpu_type* known_gpu_type(const std::string& name);
 

@@ -42,7 +42,7 @@ nlohmann::json hostile_sidecar() {
           {"snapshot", "snapshot.pickle"},
           {"captured_utc", {{"start", "2026-12-01T10:00:00Z"}, {"end", "2026-12-01T10:01:00Z"}}},
           {"software", {{"torch", "2.8.0+cu128"}, {"cuda_runtime", "12.8"}, {"nccl", "2.27.3"}}},
-          {"gpu", {{"name", "NVIDIA H200"}, {"total_memory", std::int64_t{150} * 1024 * hostile_mib}, {"index", 0}}},
+          {"gpu", {{"name", "NVIDIA H200"}, {"total_memory", std::int64_t{143771} * hostile_mib}, {"index", 0}}},
           {"allocator", {{"PYTORCH_CUDA_ALLOC_CONF", ""}}},
           {"placement", {{"launcher", nullptr}, {"rank", 0}, {"world_size", 1}}},
           {"peaks", {{"max_memory_reserved", 442 * hostile_mib}, {"max_memory_allocated", 400 * hostile_mib}}},
@@ -183,6 +183,9 @@ TEST(CliHostile, InconsistentSidecarNamesItsField) {
                   {"peaks.max_memory_reserved", "is below the", "the snapshot's own segments reserve at its end"});
   hostile_refused(with([](nlohmann::json& j) { j["device_used_at_peak"]["bytes"] = 100 * hostile_mib; }),
                   {"device_used_at_peak.bytes", "is below the", "max_memory_reserved"});
+  // A total the named device does not have (an H200's sidecar stating 80 GiB): planner/gpu_types.hpp.
+  hostile_refused(with([](nlohmann::json& j) { j["gpu"]["total_memory"] = std::int64_t{80} << 30; }),
+                  {"gpu.total_memory", "is not the memory of a NVIDIA H200"});
   // A launcher that set a rank and no world size (the capture tool writes null): an unknown world, read.
   auto unknown_world = with([](nlohmann::json& j) {
     j["placement"]["rank"] = 3;

@@ -24,7 +24,7 @@ nlohmann::json capsnap_sidecar(const std::string& name) {
           {"software", {{"python", "3.12.3"}, {"torch", "2.8.0+cu128"}, {"cuda_runtime", "12.8"}, {"nccl", "2.27.3"}}},
           {"gpu",
            {{"name", "NVIDIA H200"},
-            {"total_memory", std::int64_t{150} * 1024 * capsnap_mib},
+            {"total_memory", std::int64_t{143771} * capsnap_mib},  // an H200's, as torch reports it
             {"index", 0},
             {"driver", "570.124.06"},
             {"driver_from", "nvml"}}},
@@ -73,12 +73,12 @@ TEST(CliSnapshot, SidecarIntoTheRecords) {
   EXPECT_EQ(rec["capture"]["peaks"]["max_memory_reserved"], 442 * capsnap_mib);
   EXPECT_EQ(rec["capture"]["problem"]["text"], "--tp 2");
   r = run("snapshot " + snap);
-  EXPECT_NE(r.out.find("captured on NVIDIA H200 (150.00 GiB), driver 570.124.06, CUDA 12.8"), std::string::npos)
+  EXPECT_NE(r.out.find("captured on NVIDIA H200 (140.40 GiB), driver 570.124.06, CUDA 12.8"), std::string::npos)
       << r.out;
   r = run("probe snapshot " + snap + " --json -");
   ASSERT_EQ(r.status, 0) << r.err;
   auto rep = nlohmann::json::parse(r.out);
-  EXPECT_EQ(rep["capacity"]["bytes"], std::int64_t{150} << 30);
+  EXPECT_EQ(rep["capacity"]["bytes"], std::int64_t{143771} * capsnap_mib);
   EXPECT_EQ(rep["capacity"]["from"], "capture sidecar");
   EXPECT_EQ(rep["environment"]["gpu"], "NVIDIA H200");
   r = run("probe snapshot " + snap + " --gpu-mem 80 --json -");

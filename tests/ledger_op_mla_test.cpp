@@ -82,21 +82,6 @@ model_spec ledger_op_mla_671b() {
   return m;
 }
 
-ledger_shape ledger_op_mla_shape(std::int64_t seq, std::int64_t b, int tp, int ep, attention_kind a) {
-  ledger_shape s(seq, b, tp, tp > 1, 1, a, 2);
-  s.ep = ep;
-  s.etp = 1;
-  s.op_policy = true;
-  return s;
-}
-
-std::map<std::string, std::int64_t> ledger_op_mla_kept(const std::vector<ledger_entry>& v) {
-  std::map<std::string, std::int64_t> kept;
-  for (const auto& e : v)
-    if (kept_for_backward(e, recompute_mode::selective_op, default_recompute_modules)) kept[e.name] = e.bytes;
-  return kept;
-}
-
 // The 16B's job file: seq 4096, local batch 8 (32,768 tokens), tp 1, ep 8. mm order: wq #1 kept, wkv_a #2, wkv_b
 // #3 kept, [core], wo #4; the router gate forced and uncounted; shared w1 #5 kept, w3 #6, w2 #7 kept.
 // Attention part per token: block input 2h = 4096, wq 2*16*(128+64) = 6144, wkv_b 2*16*(128+128) = 8192, the
@@ -111,8 +96,8 @@ TEST(LedgerOpMla, DeepSeekV3_16bMoeLayerUnderSdpa) {
   EXPECT_EQ(moe, 58880);
   EXPECT_EQ(attention + moe, 81472);
   const auto ledger =
-      layer_ledger(ledger_op_mla_16b(), ledger_op_mla_shape(4096, 8, 1, 8, attention_kind::flash), true);
-  const auto kept = ledger_op_mla_kept(ledger);
+      layer_ledger(ledger_op_mla_16b(), test::op_shape(4096, 8, 1, 8, 1, attention_kind::flash), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("ln1.input"), tokens * 4096);
   EXPECT_EQ(kept.at("attn.wq.output"), tokens * 6144);
   EXPECT_EQ(kept.at("attn.wkv_b.output"), tokens * 8192);
@@ -129,13 +114,13 @@ TEST(LedgerOpMla, DeepSeekV3_16bMoeLayerUnderSdpa) {
   // The dense first layer: w1 #5 kept (the SwiGLU gate, 2*10944), w3 #6 recomputed, w2 #7 kept (2h).
   const std::int64_t dense = attention + 2 * 10944 + 2 * 2048;
   EXPECT_EQ(dense, 48576);
-  const auto dense_kept = ledger_op_mla_kept(
-      layer_ledger(ledger_op_mla_16b(), ledger_op_mla_shape(4096, 8, 1, 8, attention_kind::flash)));
+  const auto dense_kept = test::op_kept(
+      layer_ledger(ledger_op_mla_16b(), test::op_shape(4096, 8, 1, 8, 1, attention_kind::flash)));
   EXPECT_EQ(dense_kept.at("mlp.gate"), tokens * 2 * 10944);
   EXPECT_EQ(dense_kept.at("mlp.w2.output"), tokens * 2 * 2048);
   EXPECT_EQ(dense_kept.count("mlp.up"), 0U);
   EXPECT_EQ(
-      sum_ledger(layer_ledger(ledger_op_mla_16b(), ledger_op_mla_shape(4096, 8, 1, 8, attention_kind::flash)))
+      sum_ledger(layer_ledger(ledger_op_mla_16b(), test::op_shape(4096, 8, 1, 8, 1, attention_kind::flash)))
           .op,
       tokens * 48576);
 }
@@ -149,8 +134,8 @@ TEST(LedgerOpMla, DeepSeekV3_16bUnderFlexKeepsQAndK) {
   EXPECT_EQ(attention, 34880);
   EXPECT_EQ(attention + 58880, 93760);
   const auto ledger =
-      layer_ledger(ledger_op_mla_16b(), ledger_op_mla_shape(4096, 8, 1, 8, attention_kind::flex), true);
-  const auto kept = ledger_op_mla_kept(ledger);
+      layer_ledger(ledger_op_mla_16b(), test::op_shape(4096, 8, 1, 8, 1, attention_kind::flex), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("attn.q"), tokens * 6144);
   EXPECT_EQ(kept.at("attn.k"), tokens * 6144);
   EXPECT_EQ(kept.at("attn.flex.output"), tokens * 4096);
@@ -158,12 +143,12 @@ TEST(LedgerOpMla, DeepSeekV3_16bUnderFlexKeepsQAndK) {
   EXPECT_EQ(kept.count("attn.sdpa.output") + kept.count("attn.v"), 0U);
   EXPECT_EQ(sum_ledger(ledger).op, tokens * 93760);  // 2,930 MiB per MoE layer
   EXPECT_EQ(
-      sum_ledger(layer_ledger(ledger_op_mla_16b(), ledger_op_mla_shape(4096, 8, 1, 8, attention_kind::flex)))
+      sum_ledger(layer_ledger(ledger_op_mla_16b(), test::op_shape(4096, 8, 1, 8, 1, attention_kind::flex)))
           .op,
       tokens * (34880 + 2 * 10944 + 2 * 2048));  // 60,864
   // The kept q and k are not recomputed in backward; under SDPA they are.
   auto recomputed = [](attention_kind a, const char* name) {
-    for (const auto& e : backward_working_set(ledger_op_mla_16b(), ledger_op_mla_shape(64, 1, 1, 8, a),
+    for (const auto& e : backward_working_set(ledger_op_mla_16b(), test::op_shape(64, 1, 1, 8, 1, a),
                                               recompute_mode::selective_op, 0, true)) {
       EXPECT_NE(e.role, act_role::op_output) << e.name;
       if (e.name == std::string("recomputed.") + name) return true;
@@ -186,8 +171,8 @@ TEST(LedgerOpMla, QLoraFlipsTheMlpParity) {
   const std::int64_t attention = 2 * 7168 + 2 * 1536 + 2 * (512 + 64) + 2 * 7168 + 2 * 128 * 128 + 4 * 128;
   EXPECT_EQ(attention, 66176);
   const auto ledger =
-      layer_ledger(ledger_op_mla_671b(), ledger_op_mla_shape(64, 1, 1, 1, attention_kind::flash), true);
-  const auto kept = ledger_op_mla_kept(ledger);
+      layer_ledger(ledger_op_mla_671b(), test::op_shape(64, 1, 1, 1, 1, attention_kind::flash), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("attn.wq_a.output"), tokens * 3072);
   EXPECT_EQ(kept.at("attn.wkv_a.output"), tokens * 1152);
   EXPECT_EQ(kept.at("attn.wo.output"), tokens * 14336);
@@ -199,14 +184,14 @@ TEST(LedgerOpMla, QLoraFlipsTheMlpParity) {
     EXPECT_EQ(kept.count(name), 0U) << name;
   EXPECT_EQ(sum_ledger(ledger).op, tokens * (attention + 2 * 2048));  // 70,272
   const auto dense =
-      layer_ledger(ledger_op_mla_671b(), ledger_op_mla_shape(64, 1, 1, 1, attention_kind::flash));
-  const auto dense_kept = ledger_op_mla_kept(dense);
+      layer_ledger(ledger_op_mla_671b(), test::op_shape(64, 1, 1, 1, 1, attention_kind::flash));
+  const auto dense_kept = test::op_kept(dense);
   EXPECT_EQ(dense_kept.at("mlp.up"), tokens * 2 * 18432);
   EXPECT_EQ(dense_kept.count("mlp.gate") + dense_kept.count("mlp.w2.output"), 0U);
   EXPECT_EQ(sum_ledger(dense).op, tokens * (attention + 2 * 18432));  // 103,040
   // With ep 8 the two all-to-alls come back: 2*8*7168 bytes each way per token.
   EXPECT_EQ(sum_ledger(layer_ledger(ledger_op_mla_671b(),
-                                    ledger_op_mla_shape(64, 1, 1, 8, attention_kind::flash), true))
+                                    test::op_shape(64, 1, 1, 8, 1, attention_kind::flash), true))
                 .op,
             tokens * (attention + 2 * 8 * 7168 + 2 * 8 * 7168 + 2 * 2048));
   // Flex: q and k, 2*128*192 each, and v's base, wkv_b's whole output 2*128*(128+128) (mm #4, not kept
@@ -214,8 +199,8 @@ TEST(LedgerOpMla, QLoraFlipsTheMlpParity) {
   const std::int64_t flex = attention + 2 * 128 * 192 + 2 * 128 * 192 + 2 * 128 * (128 + 128);
   EXPECT_EQ(flex, 230016);
   const auto flexed =
-      layer_ledger(ledger_op_mla_671b(), ledger_op_mla_shape(64, 1, 1, 1, attention_kind::flex), true);
-  EXPECT_EQ(ledger_op_mla_kept(flexed).at("attn.wkv_b.output"), tokens * 65536);
+      layer_ledger(ledger_op_mla_671b(), test::op_shape(64, 1, 1, 1, 1, attention_kind::flex), true);
+  EXPECT_EQ(test::op_kept(flexed).at("attn.wkv_b.output"), tokens * 65536);
   EXPECT_EQ(sum_ledger(flexed).op, tokens * (flex + 2 * 2048));
 }
 
@@ -230,8 +215,8 @@ TEST(LedgerOpMla, TensorParallelDividesTheColumnParallelOutputsOnly) {
                                         32 * 7168 * 2 + 64 * 64 * 128 * 2 + 64 * 64 * 4;
   const std::int64_t q_lora_moe = 8 * 32 * 7168 * 2 + 8 * 32 * 7168 * 2 + 64 * 1024 * 2 + 32 * 7168 * 2;
   const auto ledger =
-      layer_ledger(ledger_op_mla_671b(), ledger_op_mla_shape(64, 1, 2, 2, attention_kind::flash), true);
-  const auto kept = ledger_op_mla_kept(ledger);
+      layer_ledger(ledger_op_mla_671b(), test::op_shape(64, 1, 2, 2, 1, attention_kind::flash), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("attn.wq_a.output"), 64 * 1536 * 2);
   EXPECT_EQ(kept.at("attn.wkv_a.output"), 64 * 576 * 2);
   EXPECT_EQ(kept.at("attn.wo.output"), 64 * 7168 * 2);
@@ -241,7 +226,7 @@ TEST(LedgerOpMla, TensorParallelDividesTheColumnParallelOutputsOnly) {
   EXPECT_EQ(sum_ledger(ledger).op, q_lora_attention + q_lora_moe);
   // Flex at tp 2: q and k 64*64*192*2 each, wkv_b's output 64*64*256*2.
   EXPECT_EQ(sum_ledger(layer_ledger(ledger_op_mla_671b(),
-                                    ledger_op_mla_shape(64, 1, 2, 2, attention_kind::flex), true))
+                                    test::op_shape(64, 1, 2, 2, 1, attention_kind::flex), true))
                 .op,
             q_lora_attention + q_lora_moe + 64 * 64 * 192 * 2 * 2 + 64 * 64 * 256 * 2);
   // q_lora_rank = 0 (the 16B) at tp 2, ep 2: block input 32*2048*2; wq 64*8*192*2; wkv_b 64*8*256*2; core
@@ -252,8 +237,8 @@ TEST(LedgerOpMla, TensorParallelDividesTheColumnParallelOutputsOnly) {
                                64 * 8 * 4 + 32 * 2048 * 2 + 6 * 32 * 2048 * 2 * 2 + 64 * 1408 * 2 +
                                64 * 2048 * 2 + 32 * 2048 * 2;
   const auto small =
-      layer_ledger(ledger_op_mla_16b(), ledger_op_mla_shape(64, 1, 2, 2, attention_kind::flash), true);
-  EXPECT_EQ(ledger_op_mla_kept(small).count("attn.wo.output"), 0U);
+      layer_ledger(ledger_op_mla_16b(), test::op_shape(64, 1, 2, 2, 1, attention_kind::flash), true);
+  EXPECT_EQ(test::op_kept(small).count("attn.wo.output"), 0U);
   EXPECT_EQ(sum_ledger(small).op, sixteen);
 }
 
@@ -277,11 +262,11 @@ TEST(LedgerOpMla, StandardAttentionUnderFlexAddsQAndK) {
   m.linear_bias = false;
   const std::int64_t sdpa = 2 * 64 + 2 * 64 + 2 * 32 + 2 * 64 + 4 * 4 + 2 * 128 + 2 * 64;
   EXPECT_EQ(sdpa, 848);
-  EXPECT_EQ(sum_ledger(layer_ledger(m, ledger_op_mla_shape(16, 2, 1, 1, attention_kind::flash))).op,
+  EXPECT_EQ(sum_ledger(layer_ledger(m, test::op_shape(16, 2, 1, 1, 1, attention_kind::flash))).op,
             32 * sdpa);
-  const auto flexed = layer_ledger(m, ledger_op_mla_shape(16, 2, 1, 1, attention_kind::flex));
+  const auto flexed = layer_ledger(m, test::op_shape(16, 2, 1, 1, 1, attention_kind::flex));
   EXPECT_EQ(sum_ledger(flexed).op, 32 * (sdpa + 2 * 64 + 2 * 32));
-  const auto kept = ledger_op_mla_kept(flexed);
+  const auto kept = test::op_kept(flexed);
   EXPECT_EQ(kept.at("attn.q"), 32 * 2 * 64);
   EXPECT_EQ(kept.at("attn.k"), 32 * 2 * 32);
   EXPECT_EQ(kept.at("attn.wv.output"), 32 * 2 * 32);
@@ -290,7 +275,7 @@ TEST(LedgerOpMla, StandardAttentionUnderFlexAddsQAndK) {
 
 TEST(LedgerOpMla, OtherModesAreUnchanged) {
   for (auto a : {attention_kind::flash, attention_kind::flex}) {
-    auto s = ledger_op_mla_shape(64, 1, 2, 2, a);
+    auto s = test::op_shape(64, 1, 2, 2, 1, a);
     const auto with = sum_ledger(layer_ledger(ledger_op_mla_671b(), s, true));
     s.op_policy = false;
     const auto without = sum_ledger(layer_ledger(ledger_op_mla_671b(), s, true));

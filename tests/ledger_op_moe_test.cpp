@@ -40,21 +40,6 @@ model_spec ledger_op_moe_toy(bool shared) {
   return m;
 }
 
-ledger_shape ledger_op_moe_shape(std::int64_t seq, std::int64_t b, int tp, int ep, int etp) {
-  ledger_shape s(seq, b, tp, tp > 1, 1, attention_kind::flash, 2);
-  s.ep = ep;
-  s.etp = etp;
-  s.op_policy = true;
-  return s;
-}
-
-std::map<std::string, std::int64_t> ledger_op_moe_kept(const std::vector<ledger_entry>& v) {
-  std::map<std::string, std::int64_t> kept;
-  for (const auto& e : v)
-    if (kept_for_backward(e, recompute_mode::selective_op, default_recompute_modules)) kept[e.name] = e.bytes;
-  return kept;
-}
-
 // tp 1, ep 1, s 16, b 2 (32 tokens). Per token, bf16: the block input h = 64; the 1st matmul wq a*d = 64;
 // the 3rd wv kv*d = 32; SDPA's output 64 and its fp32 log-sum-exp 4 x 4 heads; the router's gate is forced
 // to recompute and not counted (job_config.py l.542-544); the routed experts' grouped mm is not on the list;
@@ -63,8 +48,8 @@ std::map<std::string, std::int64_t> ledger_op_moe_kept(const std::vector<ledger_
 TEST(LedgerOpMoe, ToyLayerKeepsSharedW1AndW2) {
   const std::int64_t per_token = 2 * (64 + 64 + 32 + 64 + 64 + 64) + 4 * 4;
   EXPECT_EQ(per_token, 720);
-  const auto ledger = layer_ledger(ledger_op_moe_toy(true), ledger_op_moe_shape(16, 2, 1, 1, 0), true);
-  const auto kept = ledger_op_moe_kept(ledger);
+  const auto ledger = layer_ledger(ledger_op_moe_toy(true), test::op_shape(16, 2, 1, 1, 0), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("moe.shared.w1.output"), 32 * 2 * 64);
   EXPECT_EQ(kept.at("moe.shared.w2.output"), 32 * 2 * 64);
   EXPECT_EQ(kept.count("moe.shared.w3.output") + kept.count("moe.router.gate.output"), 0U);
@@ -72,7 +57,7 @@ TEST(LedgerOpMoe, ToyLayerKeepsSharedW1AndW2) {
   EXPECT_EQ(kept.count("moe.dispatch.all_to_all.output"), 0U);
   EXPECT_EQ(sum_ledger(ledger).op, 32 * per_token);
   // Without shared experts the attention's outputs are all: 720 - 2 x 128 per token.
-  const auto bare = layer_ledger(ledger_op_moe_toy(false), ledger_op_moe_shape(16, 2, 1, 1, 0), true);
+  const auto bare = layer_ledger(ledger_op_moe_toy(false), test::op_shape(16, 2, 1, 1, 0), true);
   EXPECT_EQ(sum_ledger(bare).op, 32 * (per_token - 256));
 }
 
@@ -84,8 +69,8 @@ TEST(LedgerOpMoe, ToyLayerKeepsSharedW1AndW2) {
 TEST(LedgerOpMoe, ExpertAndTensorParallelKeepTheCollectives) {
   const std::int64_t expected = 2048 + 2048 + 1024 + 2048 + 256 + 2048 + 4096 + 4096 + 2048 + 4096 + 2048;
   EXPECT_EQ(expected, 25856);
-  const auto ledger = layer_ledger(ledger_op_moe_toy(true), ledger_op_moe_shape(16, 2, 2, 2, 1), true);
-  const auto kept = ledger_op_moe_kept(ledger);
+  const auto ledger = layer_ledger(ledger_op_moe_toy(true), test::op_shape(16, 2, 2, 2, 1), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("moe.dispatch.all_to_all.output"), 4096);
   EXPECT_EQ(kept.at("moe.combine.all_to_all.output"), 4096);
   EXPECT_EQ(kept.at("moe.output.reduce_scatter"), 2048);
@@ -93,12 +78,12 @@ TEST(LedgerOpMoe, ExpertAndTensorParallelKeepTheCollectives) {
   EXPECT_EQ(sum_ledger(ledger).op, expected);
   // Expert tp = tp (ExpertTensorParallel): every tp rank dispatches all k * s * b rows: 64 rows each way.
   const auto etp2 =
-      ledger_op_moe_kept(layer_ledger(ledger_op_moe_toy(true), ledger_op_moe_shape(16, 2, 2, 2, 2), true));
+      test::op_kept(layer_ledger(ledger_op_moe_toy(true), test::op_shape(16, 2, 2, 2, 2), true));
   EXPECT_EQ(etp2.at("moe.dispatch.all_to_all.output"), 64 * 64 * 2);
   EXPECT_EQ(etp2.at("moe.combine.all_to_all.output"), 64 * 64 * 2);
   // Without shared experts the all-to-alls still come after the attention.
   const auto bare =
-      ledger_op_moe_kept(layer_ledger(ledger_op_moe_toy(false), ledger_op_moe_shape(16, 2, 2, 2, 1), true));
+      test::op_kept(layer_ledger(ledger_op_moe_toy(false), test::op_shape(16, 2, 2, 2, 1), true));
   EXPECT_EQ(bare.at("moe.dispatch.all_to_all.output"), 4096);
 }
 
@@ -109,8 +94,8 @@ TEST(LedgerOpMoe, ExpertAndTensorParallelKeepTheCollectives) {
 TEST(LedgerOpMoe, QkNormModelKeepsItsNormInputAndTheAllToAlls) {
   model_spec m = ledger_op_moe_toy(true);
   m.qk_norm = true;
-  const auto ledger = layer_ledger(m, ledger_op_moe_shape(16, 2, 2, 2, 1), true);
-  const auto kept = ledger_op_moe_kept(ledger);
+  const auto ledger = layer_ledger(m, test::op_shape(16, 2, 2, 2, 1), true);
+  const auto kept = test::op_kept(ledger);
   EXPECT_EQ(kept.at("moe.dispatch.all_to_all.output"), 4096);
   EXPECT_EQ(kept.at("moe.combine.all_to_all.output"), 4096);
   EXPECT_EQ(kept.count("attn.wq.output"), 0U);
@@ -144,13 +129,13 @@ TEST(LedgerOpMoe, DeepSeekV3_16bMoeKeepsItsFourOutputs) {
   EXPECT_EQ(per_token, 58880);
   std::int64_t moe_kept = 0;
   for (const auto& [name, bytes] :
-       ledger_op_moe_kept(layer_ledger(m, ledger_op_moe_shape(4096, 8, 1, 8, 1), true)))
+       test::op_kept(layer_ledger(m, test::op_shape(4096, 8, 1, 8, 1), true)))
     if (name.rfind("moe.", 0) == 0) moe_kept += bytes;
   EXPECT_EQ(moe_kept, 32768 * per_token);  // 1,840 MiB per MoE layer
 }
 
 TEST(LedgerOpMoe, OtherModesAndTheWorkingSetAreUnchanged) {
-  auto s = ledger_op_moe_shape(16, 2, 2, 2, 1);
+  auto s = test::op_shape(16, 2, 2, 2, 1);
   const auto with = sum_ledger(layer_ledger(ledger_op_moe_toy(true), s, true));
   s.op_policy = false;
   const auto without = sum_ledger(layer_ledger(ledger_op_moe_toy(true), s, true));

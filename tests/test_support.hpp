@@ -1,10 +1,13 @@
 // test_support.hpp: small helpers the planner tests share: loading presets and building problems.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "planner/errors.hpp"
 #include "planner/layout.hpp"
+#include "planner/ledger.hpp"
 #include "planner/model_files.hpp"
 #include "planner/recipe.hpp"
 #include "planner/units.hpp"
@@ -46,6 +49,25 @@ inline layout make_layout(int gpus, int zero, recompute_mode r, int tp = 1, int 
   l.tp = tp;
   l.pp = pp;
   return l;
+}
+
+// Returns the shape of a layer under torchtitan's per-op policy: `seq` tokens of micro-batch `b`, tp (with
+// sequence parallelism when tp > 1), ep, expert tp and the attention kernel.
+inline ledger_shape op_shape(std::int64_t seq, std::int64_t b, int tp, int ep, int etp,
+                             attention_kind a = attention_kind::flash) {
+  ledger_shape s(seq, b, tp, tp > 1, 1, a, 2);
+  s.ep = ep;
+  s.etp = etp;
+  s.op_policy = true;
+  return s;
+}
+
+// Returns the bytes of each ledger entry the per-op policy keeps for backward, by name.
+inline std::map<std::string, std::int64_t> op_kept(const std::vector<ledger_entry>& v) {
+  std::map<std::string, std::int64_t> kept;
+  for (const auto& e : v)
+    if (kept_for_backward(e, recompute_mode::selective_op, default_recompute_modules)) kept[e.name] = e.bytes;
+  return kept;
 }
 
 // Returns bytes in GiB rounded to `decimals`, the way docs/reference-case.md prints them.

@@ -6,6 +6,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
+#include "planner/gpu_types.hpp"
 #include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "probes/records/measurement_record.hpp"
@@ -60,6 +61,12 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   const std::string g = origin + ": gpu";
   c.gpu = sidecar_text(gpu, "name", g, false);
   c.gpu_total_memory = detail::int_field(gpu, "total_memory", g, 1, max_record_bytes);
+  // The total must be one the named device has (planner/gpu_types.hpp): an H200's sidecar stating 80 GiB is
+  // from another device or edited, and every check against the total below would trust it.
+  if (!c.gpu.empty() && !device_total_may_be(c.gpu, c.gpu_total_memory))
+    throw bad_input(origin + ": gpu.total_memory",
+                    std::to_string(c.gpu_total_memory) + " bytes is not the memory of a " + printable(c.gpu, 60) +
+                        " (headroom gpus lists the totals each type reports)");
   c.gpu_index = static_cast<int>(detail::int_field(gpu, "index", g, 0, 1 << 20));
   c.driver = sidecar_text(gpu, "driver", g, true);
   c.driver_from = sidecar_text(gpu, "driver_from", g, true);
