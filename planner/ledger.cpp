@@ -1,6 +1,7 @@
 // ledger.cpp: the per-layer activation ledger (see ledger.hpp). For a GPT-3 layer (eager attention,
 // dropout, GeLU, 4h MLP, tp = 1) the entries sum to s*b*h*(34 + 5*a*s/h) bytes exactly.
 #include "ledger.hpp"
+#include "op_policy.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -84,13 +85,9 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
 }
 
-// Returns the kv heads on one tensor-parallel rank: kv_heads / tp, or 1 when there are fewer kv heads than tp
-// ranks (each rank keeps a replica of one).
-namespace {
 std::int64_t kv_heads_on_rank(const model_spec& m, std::int64_t tp) {
   return m.kv_heads >= tp ? m.kv_heads / tp : 1;
 }
-}  // namespace
 
 // Adds, through `add`, the per-head q and k norms' tensors (docs/model.md, "Query and key norms"; Qwen3's
 // q_norm / k_norm over head_dim, transformers modeling_qwen3_moe.py; Megatron --qk-layernorm, TENorm over
@@ -137,8 +134,6 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_laye
                        std::vector<ledger_entry>& out, Add& add) {
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch, h = m.hidden;
   const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
-  const std::int64_t heads = m.heads / t, q_width = heads * m.head_dim;
-  const std::int64_t kv_width = kv_heads_on_rank(m, t) * m.head_dim, f = m.ffn_hidden / t;
   const std::string a16 = std::to_string(act), T = s.sp ? "/t" : "";
   const bool flex = s.attention == attention_kind::flex;
   auto mark = [&](const char* name) {
@@ -146,63 +141,9 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_laye
       if (e.name == name) e.op_saved = true;
   };
   mark("ln1.input");
-  // The block's counted matmuls in the order torchtitan's blocks run them (model.py: wq, wk, wv, wo; then w1,
-  // w3, w2 as in w2(silu(w1(x)) * w3(x)); a GeLU MLP's fc1, fc2; a MoE's shared w1, w3, w2). Under tensor
-  // parallelism the row-parallel wo and w2 return partial sums over the whole hidden size before their
-  // reduce-scatter; the MoE's input is all-gathered first (llama4/infra/parallelize.py l.451-459), so the
-  // shared experts see every token of the rank's tp group. Every output has one row per token of the cp rank
-  // (s*b): the attention's input is all-gathered under tp too.
-  struct mm {
-    const char* name;
-    const char* formula;
-    std::int64_t width;
-    const char* ledger_name;  // the ledger tensor this output is, or nullptr
-  };
-  std::vector<mm> mms;
-  std::size_t v_base = 2;  // the matmul whose output v is a view of: wv, or MLA's wkv_b
-  const char* core_formula = "*s*b*a*d/t";
-  std::int64_t core_width = q_width;
-  if (!m.mla.enabled()) {
-    mms = {{"attn.wq.output", "*s*b*a*d/t", q_width, m.qk_norm ? "attn.q_norm.input" : nullptr},
-           {"attn.wk.output", "*s*b*kv*d/t", kv_width, m.qk_norm ? "attn.k_norm.input" : nullptr},
-           {"attn.wv.output", "*s*b*kv*d/t", kv_width, nullptr},
-           {"attn.wo.output", "*s*b*h", h, nullptr}};
-  } else {
-    // torchtitan's DeepSeek-V3 TP plan (models/deepseek_v3/infra/parallelize.py @238fa995): the attention's
-    // input all-gathered to Replicate (l.259-267); wq (l.284-286), wq_b (l.293) and wkv_b (l.272) column-
-    // parallel (/t); wq_a (l.292) and wkv_a (l.271) NoParallel, every token of the rank on every tp rank; wo
-    // row-parallel to Shard(1) (l.276), a partial sum over every token before its reduce-scatter. None of
-    // these outputs is one of the ledger's MLA tensors (Megatron's latents are sequence-parallel rows).
-    const auto& x = m.mla;
-    const std::int64_t qk = heads * (x.qk_nope_head_dim + x.qk_rope_head_dim);
-    const mm wkv_a{"attn.wkv_a.output", "*s*b*(kv_lora+rope)", x.kv_lora_rank + x.qk_rope_head_dim, nullptr};
-    const mm wkv_b{"attn.wkv_b.output", "*s*b*a*(nope+v)/t", heads * (x.qk_nope_head_dim + x.v_head_dim), nullptr};
-    const mm out_proj{"attn.wo.output", "*s*b*h", h, nullptr};
-    if (x.q_lora_rank == 0)
-      mms = {{"attn.wq.output", "*s*b*a*(nope+rope)/t", qk, nullptr}, wkv_a, wkv_b, out_proj};
-    else
-      mms = {{"attn.wq_a.output", "*s*b*q_lora", x.q_lora_rank, nullptr},
-             {"attn.wq_b.output", "*s*b*a*(nope+rope)/t", qk, nullptr},
-             wkv_a,
-             wkv_b,
-             out_proj};
-    v_base = mms.size() - 2;
-    core_formula = "*s*b*a*v/t";
-    core_width = heads * x.v_head_dim;
-  }
-  const std::size_t attention_mms = mms.size(), wo = attention_mms - 1;  // the core runs before wo
-  const std::int64_t fs = m.moe.shared_ffn / t;
-  if (moe_layer && fs > 0)
-    mms.insert(mms.end(), {{"moe.shared.w1.output", "*s*b*Fs/t", fs, nullptr},
-                           {"moe.shared.w3.output", "*s*b*Fs/t", fs, nullptr},
-                           {"moe.shared.w2.output", "*s*b*h", h, nullptr}});
-  else if (!moe_layer && m.mlp == mlp_kind::swiglu)
-    mms.insert(mms.end(), {{"mlp.w1.output", "", f, "mlp.gate"},
-                           {"mlp.w3.output", "", f, "mlp.up"},
-                           {"mlp.w2.output", "*s*b*h", h, nullptr}});
-  else if (!moe_layer)
-    mms.insert(mms.end(),
-               {{"mlp.fc1.output", "", f, "mlp.gelu.input"}, {"mlp.fc2.output", "*s*b*h", h, nullptr}});
+  const op_block blk = op_policy_matmuls(m, s, moe_layer);
+  const auto& mms = blk.mms;
+  const std::size_t attention_mms = blk.attention_mms, wo = attention_mms - 1;  // the core runs before wo
   // The all-to-alls of expert parallelism (expert_parallel.py l.123-128, 151-156), between the attention and
   // the shared experts: dispatch brings this rank the R rows its experts process, combine returns the k rows
   // of each of its own tokens (k * s/t * b * etp: split over tp when etp = 1, every token when etp = tp).
@@ -226,14 +167,14 @@ void op_policy_entries(const model_spec& m, const ledger_shape& s, bool moe_laye
       // The core runs before wo. SDPA (flash, memory-efficient, cuDNN: on the list) keeps its output and its
       // fp32 log-sum-exp; the compiled flex region the same, and its inputs q, k (the ledger's attn.q, attn.k)
       // and v, a view of mms[v_base]'s output: kept here when that matmul is not.
-      add(flex ? "attn.flex.output" : "attn.sdpa.output", a16 + core_formula, {s_local, b, core_width}, act,
+      add(flex ? "attn.flex.output" : "attn.sdpa.output", a16 + blk.core_formula, {s_local, b, blk.core_width}, act,
           act_role::op_output);
       if (s.attention == attention_kind::flash || flex) mark("attn.flash.logsumexp");
       if (flex) {
         mark("attn.q");
         mark("attn.k");
-        const auto& v = mms[v_base];
-        if (!kept(v_base)) add(v.name, a16 + v.formula, {s_local, b, v.width}, act, act_role::op_output);
+        const auto& v = mms[blk.v_base];
+        if (!kept(blk.v_base)) add(v.name, a16 + v.formula, {s_local, b, v.width}, act, act_role::op_output);
       }
     }
     if (i == attention_mms && moe_layer) all_to_alls();

@@ -98,6 +98,10 @@ struct ledger_shape {
 // Returns the ledger shape of one layout of a problem.
 ledger_shape shape_of(const problem& p, const layout& l);
 
+// Returns the kv heads on one tensor-parallel rank: kv_heads / tp, or 1 when there are fewer kv heads than tp
+// ranks (each rank keeps a replica of one).
+std::int64_t kv_heads_on_rank(const model_spec& m, std::int64_t tp);
+
 // Returns, in order of creation in the forward pass, the tensors one layer keeps for backward for one
 // micro-batch on one rank, without recomputation: the attention (standard or multi-latent) and the MLP, a
 // MoE one (router, dispatch, routed and shared experts) when `moe_layer`. Standard attention lists the

@@ -1,0 +1,48 @@
+// option_checks.cpp: options refused where they cannot apply (option_checks.hpp).
+#include "option_checks.hpp"
+
+#include "planner/errors.hpp"
+
+namespace headroom::cli {
+
+void check_options_apply(const plan_options& o, const problem& p) {
+  const bool zero_given = given(o, "--zero");
+  if (zero_given && o.zero < 3)
+    // (--no-reshard-after-forward counts as --reshard-after-forward, its negation)
+    for (const char* flag : {"--zero3-live-params", "--zero3-inflight-units", "--reshard-after-forward",
+                             "--offload-params"})
+      if (o.app && o.app->count(flag) > 0)
+        throw bad_input(flag + 2, std::string("applies to ZeRO-3 / FSDP (--zero 3), not --zero ") +
+                                      std::to_string(o.zero));
+  if (zero_given && o.zero == 0 && o.dp_replicate > 1)
+    throw bad_input("dp-replicate", "hybrid sharding replicates over groups that shard (--zero 1, 2 or 3), not "
+                                    "--zero 0: with no sharding every rank is a replica already");
+  if (given(o, "--etp") && o.etp < 1) throw bad_input("etp", "must be at least 1 (give --etp N, or leave it out for tp)");
+  if (!o.recompute_modules.empty()) {
+    if (given(o, "--recompute") && o.recompute != "selective")
+      throw bad_input("recompute-modules", "applies to --recompute selective, not --recompute " + o.recompute);
+    for (const auto& name : o.recompute_modules) {
+      const auto m = parse_name<recompute_module>(name);
+      if (!m) continue;  // problem_from names an unknown module
+      const bool moe_module = *m == recompute_module::moe || *m == recompute_module::moe_act ||
+                              *m == recompute_module::shared_experts;
+      if ((moe_module && !p.model.moe.enabled()) ||
+          (*m == recompute_module::shared_experts && p.model.moe.shared_ffn == 0) ||
+          (*m == recompute_module::mla_up_proj && !p.model.mla.enabled()))
+        throw bad_input("recompute-modules", "'" + name + "' is not a module of " + p.model.name +
+                                                 (moe_module ? " (no experts" + std::string(p.model.moe.enabled()
+                                                                                              ? " shared"
+                                                                                              : "") +
+                                                                   ")"
+                                                             : " (no multi-latent attention)"));
+    }
+  }
+  // A learned position table has max_positions rows: a longer sequence has no embedding to look up.
+  if (p.model.position == position_kind::learned && p.training.seq > p.model.max_positions)
+    throw bad_input("seq", std::to_string(p.training.seq) + " is beyond " + p.model.name + "'s " +
+                               std::to_string(p.model.max_positions) +
+                               " learned positions (its position table has no row past them): --seq " +
+                               std::to_string(p.model.max_positions) + " or less");
+}
+
+}  // namespace headroom::cli

@@ -1,0 +1,14 @@
+// option_checks.hpp: the options of `plan` (and of every command that takes its problem options) that depend on
+// another, checked in one place, so an option that cannot apply is refused rather than ignored.
+#pragma once
+
+#include "plan_command.hpp"
+
+namespace headroom::cli {
+
+// Refuses an option that cannot apply to the plan it is given with, rather than ignoring it: the one check for
+// options that depend on another (issue 34, class E) and for a sequence a learned position table cannot hold.
+// Where an axis is searched (not given), its dependants are checked against what was given only.
+void check_options_apply(const plan_options& o, const problem& p);
+
+}  // namespace headroom::cli
