@@ -244,7 +244,10 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   write_table_rule(o, true, aw);
   write_peak_note(o, peak);
   if (s.fitting.empty()) {
-    o << "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n";  // which applies: the advice
+    // The first line follows the bound (planner/advice.hpp): when state alone exceeds what the GPU leaves on
+    // these GPUs, only more GPUs or less state per GPU help, never a shorter sequence or a smaller micro-batch.
+    o << (s.bound.impossible ? "nothing fits: add GPUs (state alone exceeds what each GPU leaves: the bound below)\n"
+                             : "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n");
     o << explain_nothing_fits(p, s);
     return;
   }

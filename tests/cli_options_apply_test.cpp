@@ -151,3 +151,22 @@ TEST(OptionsApply, Fsdp2RecipesRunAtZero3Only) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 31: the first line of a search where nothing fits follows the bound the advice below it proves.
+TEST(OptionsApply, NothingFitsSaysWhatTheBoundAllows) {
+  const result state = run("plan --preset gpt3-175b --gpus 8 --suggest");
+  EXPECT_EQ(state.status, 3);
+  EXPECT_NE(state.out.find("nothing fits: add GPUs (state alone exceeds what each GPU leaves"), std::string::npos)
+      << state.out;
+  EXPECT_EQ(state.out.find("shorten the sequence"), std::string::npos) << state.out;
+  const result activations = run("plan --preset llama3-8b --gpus 8 --gpu-type h100-80gb --suggest --seq 1048576");
+  EXPECT_EQ(activations.status, 3);
+  EXPECT_NE(activations.out.find("nothing fits: add GPUs, shorten the sequence, or cut the micro-batch"),
+            std::string::npos)
+      << activations.out;
+  EXPECT_NE(activations.out.find("bound by activations"), std::string::npos) << activations.out;
+}
+
+}  // namespace
