@@ -381,6 +381,24 @@ TEST(Observe, ActivationFactorFromOneSizePredictsTheOther) {
       outside_domain(c, test::preset_problem("gpt3-1.3b"), test::make_layout(8, 1, recompute_mode::none), {});
   EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
                           [](const std::string& l) { return l.rfind("activation factor:", 0) == 0; }));
+  // The same shape under another name (read from an HF config, a launch file) is the same model: no line.
+  auto factor_line = [&](const problem& p) {
+    const auto ls = outside_domain(c, p, *s100.where, {});
+    return std::any_of(ls.begin(), ls.end(),
+                       [](const std::string& l) { return l.rfind("activation factor:", 0) == 0; });
+  };
+  problem renamed = *s100.inputs;
+  renamed.model.name = "read from another file";
+  EXPECT_FALSE(factor_line(renamed));
+  // A file written when keys held the name ("<name> L.. h.. a.. f.. v..") still matches its shape.
+  calibration legacy = c;
+  legacy.activation_implementation = "cs336 model L4 h512 a16 f1344 v10000";
+  problem same = *s100.inputs;
+  same.model.layers = 4, same.model.hidden = 512, same.model.heads = 16, same.model.ffn_hidden = 1344,
+  same.model.vocab = 10000;
+  const auto ls = outside_domain(legacy, same, *s100.where, {});
+  EXPECT_FALSE(std::any_of(ls.begin(), ls.end(),
+                           [](const std::string& l) { return l.rfind("activation factor:", 0) == 0; }));
 }
 
 }  // namespace
