@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fit.hpp"
+#include "model_key.hpp"
 #include "observations.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
@@ -25,43 +26,6 @@ namespace {
 // The default of an unobserved fixed term: context, cuBLAS and NCCL of docs/fixed-overheads.md (the
 // planner's documented fixed overheads), not the reference case's 10 GiB, which also covers the other terms.
 const std::int64_t fixed_prior = device_spec{}.fixed_overheads;
-
-// The shape part of the key files written before headroom 0.1's shape-only keys held after the model's name:
-// "L32 h4096 a32 f14336 v128256".
-std::string legacy_shape_key(const model_spec& m) {
-  return "L" + std::to_string(m.layers) + " h" + std::to_string(m.hidden) + " a" + std::to_string(m.heads) +
-         " f" + std::to_string(m.ffn_hidden) + " v" + std::to_string(m.vocab);
-}
-
-// Returns the key runs of one model share: its shape, what model_spec.hpp's shape_difference compares (the
-// sequence and batch are the training's, not the model's, so two sizes of one run share it). Not its name: the
-// name says where the shape was read from (a preset, an HF config's model_type, a launch file), and one model
-// read from two of them is one model.
-std::string implementation_key(const model_spec& m) {
-  std::string k = legacy_shape_key(m) + " kv" + std::to_string(m.kv_heads) + " d" + std::to_string(m.head_dim) +
-                  " " + to_string(m.mlp) + " " + to_string(m.norm) + (m.tied_embeddings ? " tied" : "") +
-                  (m.qk_norm ? " qknorm" : "");
-  if (m.moe.enabled()) {
-    std::string layers;
-    for (const bool b : m.moe.layers) layers += b ? '1' : '0';
-    k += " E" + std::to_string(m.moe.experts) + " k" + std::to_string(m.moe.top_k) + " fe" +
-         std::to_string(m.moe.expert_ffn) + " fs" + std::to_string(m.moe.shared_ffn) + " mtp" +
-         std::to_string(m.moe.mtp_layers) + " moe" + layers;
-  }
-  if (m.mla.enabled())
-    k += " mla" + std::to_string(m.mla.q_lora_rank) + "/" + std::to_string(m.mla.kv_lora_rank) + "/" +
-         std::to_string(m.mla.qk_nope_head_dim) + "/" + std::to_string(m.mla.qk_rope_head_dim) + "/" +
-         std::to_string(m.mla.v_head_dim);
-  return k;
-}
-
-// Returns whether a calibration's stored key names the model `m`: its shape key, or, in a file written before
-// keys dropped the name, "<name> " + the legacy shape of `m`, whatever the name.
-bool same_implementation(const std::string& stored, const model_spec& m) {
-  if (stored == implementation_key(m)) return true;
-  const std::string legacy = " " + legacy_shape_key(m);
-  return stored.size() > legacy.size() && stored.compare(stored.size() - legacy.size(), legacy.size(), legacy) == 0;
-}
 
 // Returns " (records: a.json, b.json and 3 more)" for an error line; with `y` (the reserve each needs), the
 // records whose figure is below what the model says the run holds instead, with the shortfall.
