@@ -30,21 +30,7 @@ namespace {
 // dim 2048, 16 heads, q_lora_rank 0, kv_lora_rank 512, nope 128, rope 64, v 128; 64 experts, top 6,
 // moe_inter_dim 1408, 2 shared experts (2816), inter_dim 10944, 27 layers, the first one dense.
 model_spec ledger_op_mla_16b() {
-  model_spec m;
-  m.name = "deepseek-v3-16b";
-  m.layers = 27;
-  m.hidden = 2048;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.head_dim = 128;
-  m.ffn_hidden = 10944;
-  m.vocab = 102400;
-  m.mlp = mlp_kind::swiglu;
-  m.norm = norm_kind::rmsnorm;
-  m.position = position_kind::rotary;
-  m.tied_embeddings = false;
-  m.dropout = false;
-  m.linear_bias = false;
+  model_spec m = test::swiglu_model("deepseek-v3-16b", 27, 2048, 16, 16, 128, 10944, 102400);
   m.mla.q_lora_rank = 0;
   m.mla.kv_lora_rank = 512;
   m.mla.qk_nope_head_dim = 128;
@@ -246,20 +232,7 @@ TEST(LedgerOpMla, TensorParallelDividesTheColumnParallelOutputsOnly) {
 // kept already. A toy: h 64, 4 heads of 16, 2 kv heads, SwiGLU f 128, tp 1, s 16, b 2 (32 tokens). Per token: block
 // input 2*64, wq 2*64, wv 2*32, core 2*64, log-sum-exp 4*4, w1 (gate) 2*128, w2 2*64; flex adds q 2*64, k 2*32.
 TEST(LedgerOpMla, StandardAttentionUnderFlexAddsQAndK) {
-  model_spec m;
-  m.name = "toy";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 2;
-  m.head_dim = 16;
-  m.ffn_hidden = 128;
-  m.vocab = 100;
-  m.mlp = mlp_kind::swiglu;
-  m.norm = norm_kind::rmsnorm;
-  m.position = position_kind::rotary;
-  m.dropout = false;
-  m.linear_bias = false;
+  model_spec m = test::swiglu_model("toy", 2, 64, 4, 2, 16, 128, 100);
   const std::int64_t sdpa = 2 * 64 + 2 * 64 + 2 * 32 + 2 * 64 + 4 * 4 + 2 * 128 + 2 * 64;
   EXPECT_EQ(sdpa, 848);
   EXPECT_EQ(sum_ledger(layer_ledger(m, test::op_shape(16, 2, 1, 1, 1, attention_kind::flash))).op,

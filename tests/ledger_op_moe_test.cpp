@@ -18,20 +18,7 @@ namespace {
 
 // A toy MoE: h 64, 4 heads of 16 (2 kv heads), 8 experts of width 32, top 2, shared experts of width 64.
 model_spec ledger_op_moe_toy(bool shared) {
-  model_spec m;
-  m.name = "toy-moe";
-  m.layers = 2;
-  m.hidden = 64;
-  m.heads = 4;
-  m.kv_heads = 2;
-  m.head_dim = 16;
-  m.ffn_hidden = 128;
-  m.vocab = 100;
-  m.mlp = mlp_kind::swiglu;
-  m.norm = norm_kind::rmsnorm;
-  m.position = position_kind::rotary;
-  m.dropout = false;
-  m.linear_bias = false;
+  model_spec m = test::swiglu_model("toy-moe", 2, 64, 4, 2, 16, 128, 100);
   m.moe.experts = 8;
   m.moe.top_k = 2;
   m.moe.expert_ffn = 32;

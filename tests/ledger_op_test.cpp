@@ -16,21 +16,7 @@ namespace {
 // Llama 3.1 8B as torchtitan builds it (models/llama/__init__.py at 9dec370: dim 4096, 32 layers, 32 heads,
 // 8 kv heads, ffn 14336 after its rounding of 1.3 x 8/3 x 4096 up to a multiple of 1024).
 model_spec ledger_op_llama3_8b() {
-  model_spec m;
-  m.name = "llama3-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 14336;
-  m.vocab = 128256;
-  m.mlp = mlp_kind::swiglu;
-  m.norm = norm_kind::rmsnorm;
-  m.position = position_kind::rotary;
-  m.tied_embeddings = false;
-  m.dropout = false;
-  m.linear_bias = false;
+  model_spec m = test::swiglu_model("llama3-8b", 32, 4096, 32, 8, 128, 14336, 128256);
   return m;
 }
 

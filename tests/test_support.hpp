@@ -51,6 +51,29 @@ inline layout make_layout(int gpus, int zero, recompute_mode r, int tp = 1, int 
   return l;
 }
 
+// Returns a model of the shape torchtitan's Llama-family blocks build: SwiGLU, RMSNorm, rotary positions, no
+// biases, no dropout, untied embeddings; `layers` layers of width `hidden`, `heads` query heads of `head_dim`,
+// `kv_heads` key/value heads, an FFN of `ffn` and a vocabulary of `vocab`.
+inline model_spec swiglu_model(const std::string& name, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
+                               std::int64_t kv_heads, std::int64_t head_dim, std::int64_t ffn, std::int64_t vocab) {
+  model_spec m;
+  m.name = name;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = head_dim;
+  m.ffn_hidden = ffn;
+  m.vocab = vocab;
+  m.mlp = mlp_kind::swiglu;
+  m.norm = norm_kind::rmsnorm;
+  m.position = position_kind::rotary;
+  m.tied_embeddings = false;
+  m.dropout = false;
+  m.linear_bias = false;
+  return m;
+}
+
 // Returns the shape of a layer under torchtitan's per-op policy: `seq` tokens of micro-batch `b`, tp (with
 // sequence parallelism when tp > 1), ep, expert tp and the attention kernel.
 inline ledger_shape op_shape(std::int64_t seq, std::int64_t b, int tp, int ep, int etp,
