@@ -51,6 +51,13 @@ void take(plan_options& o, const launch_import& imp, const char* flag, T& target
   o.imported.emplace_back(flag);
 }
 
+// As take, for an option held as its name (--attention flash, --recompute full): the file's value by name.
+template <class E>
+void take_named(plan_options& o, const launch_import& imp, const char* flag, std::string& target,
+                const std::optional<E>& value) {
+  if (value) take(o, imp, flag, target, std::optional<std::string>(to_string(*value)));
+}
+
 void merge(plan_options& o, const launch_import& imp) {
   if (imp.model && o.preset.empty() && o.model_file.empty() && o.hf_config.empty() && !o.inline_model)
     o.inline_model = *imp.model;
@@ -72,27 +79,17 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, imp, "--micro-batch", o.micro_batch, imp.micro_batch);
   take(o, imp, "--global-batch", o.global_batch, imp.global_batch);
   take(o, imp, "--dispatcher", o.dispatcher, imp.dispatcher);
-  if (imp.attention) check_agrees(o, imp, "--attention", o.attention, std::string(to_string(*imp.attention)));
-  if (imp.loss) check_agrees(o, imp, "--loss", o.loss, std::string(to_string(*imp.loss)));
-  if (imp.seq && o.seq) check_agrees(o, imp, "--seq", *o.seq, *imp.seq);
-  if (imp.recompute) check_agrees(o, imp, "--recompute", o.recompute, std::string(to_string(*imp.recompute)));
-  if (imp.attention && !given(o, "--attention")) {
-    o.attention = to_string(*imp.attention);
-    o.imported.emplace_back("--attention");
-  }
-  if (imp.loss && !given(o, "--loss")) {
-    o.loss = to_string(*imp.loss);
-    o.imported.emplace_back("--loss");
-  }
+  take_named(o, imp, "--attention", o.attention, imp.attention);
+  take_named(o, imp, "--loss", o.loss, imp.loss);
+  take_named(o, imp, "--recompute", o.recompute, imp.recompute);
   take(o, imp, "--capacity-factor", o.capacity_factor, imp.capacity_factor);
   if (imp.pad_to_capacity && !given(o, "--pad-to-capacity")) o.pad_to_capacity = true;
-  if (imp.seq && !given(o, "--seq")) {
-    o.seq = *imp.seq;
-    o.imported.emplace_back("--seq");
-  }
-  if (imp.recompute && !given(o, "--recompute")) {
-    o.recompute = to_string(*imp.recompute);
-    o.imported.emplace_back("--recompute");
+  if (imp.seq) {  // --seq is optional (the model's own when nothing states it)
+    if (o.seq) check_agrees(o, imp, "--seq", *o.seq, *imp.seq);
+    if (!given(o, "--seq")) {
+      o.seq = *imp.seq;
+      o.imported.emplace_back("--seq");
+    }
   }
   if (!imp.recompute_modules.empty() && !given(o, "--recompute-modules")) {
     o.recompute_modules = imp.recompute_modules;
@@ -154,8 +151,8 @@ std::optional<model_spec> named_model(const plan_options& o, const std::vector<l
 // torchtitan's per-op policy (selective_ac_option "op") is priced only where the ledger derives what it saves
 // (planner/layout.cpp, layout_error): a launch asking for it elsewhere is refused here with the ways out, or,
 // under --allow-unmodelled, priced as no recomputation, an upper bound (the policy keeps a subset of it).
-void check_op_policy(const plan_options& o, const std::optional<model_spec>& m, launch_import& imp) {
-  if (imp.recompute != recompute_mode::selective_op || given(o, "--recompute") || !m) return;
+void check_op_policy(const plan_options& o, launch_import& imp) {
+  if (imp.recompute != recompute_mode::selective_op || given(o, "--recompute")) return;
   const std::string attention = given(o, "--attention") ? o.attention
                                 : imp.attention         ? std::string(to_string(*imp.attention))
                                                         : o.attention;
@@ -188,7 +185,8 @@ std::string model_flag(const plan_options& o) {
 // with a command-line model of the same shape (model_spec.hpp, shape_difference). A command-line model of
 // another shape is refused naming both, never planned in the file's place; a name the file gives that is not in
 // the table is refused unless the command line names the model to plan, and then said.
-void check_named_model(const plan_options& o, launch_import& imp) {
+// `cli_model` is the model the command line names, read once by apply_imports.
+void check_named_model(const plan_options& o, const std::optional<model_spec>& cli_model, launch_import& imp) {
   const std::string flag = model_flag(o);
   if (!imp.model_unknown.empty()) {
     if (flag.empty())
@@ -198,11 +196,8 @@ void check_named_model(const plan_options& o, launch_import& imp) {
                                               "names is planned, unchecked against the file"});
     return;
   }
-  if (!imp.model || imp.model_named.empty() || flag.empty()) return;
-  const model_spec given = !o.preset.empty()       ? load_preset(o.preset, preset_dir())
-                           : !o.model_file.empty() ? load_model_file(o.model_file)
-                                                   : load_hf_config(o.hf_config);
-  const std::string diff = shape_difference(*imp.model, given);
+  if (!imp.model || imp.model_named.empty() || flag.empty() || !cli_model) return;
+  const std::string diff = shape_difference(*imp.model, *cli_model);
   if (!diff.empty())
     throw bad_input(imp.origin, "[model] " + shown_name(imp.model_named) + " is not the model " + flag +
                                     " gives (" + diff + "): drop " + flag.substr(0, flag.find(' ')) +
@@ -275,9 +270,10 @@ std::vector<launch_import> apply_imports(plan_options& o) {
   } else if (!o.torchtitan_overrides.empty()) {
     throw bad_input("torchtitan-override", "applies to --torchtitan-config");
   }
-  for (auto& imp : imports) check_named_model(o, imp);
+  // With a flag naming the model, `model` is that one (named_model reads the command line first).
+  for (auto& imp : imports) check_named_model(o, model_flag(o).empty() ? std::nullopt : model, imp);
   for (auto& imp : imports) {
-    check_op_policy(o, model ? model : imp.model, imp);
+    check_op_policy(o, imp);
     // Every unmodelled key by name on the one line (planner/imports/launch.cpp); the reasons are in --explain
     // and in plan --json's "not_modelled".
     if (!imp.unmodelled.empty() && !o.allow_unmodelled) throw bad_input(imp.origin, unmodelled_refusal(imp));

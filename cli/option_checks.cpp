@@ -26,23 +26,16 @@ void check_options_apply(const plan_options& o, const problem& p) {
       if (!m) continue;  // problem_from names an unknown module
       const bool moe_module = *m == recompute_module::moe || *m == recompute_module::moe_act ||
                               *m == recompute_module::shared_experts;
-      if ((moe_module && !p.model.moe.enabled()) ||
-          (*m == recompute_module::shared_experts && p.model.moe.shared_ffn == 0) ||
-          (*m == recompute_module::mla_up_proj && !p.model.mla.enabled()))
-        throw bad_input("recompute-modules", "'" + name + "' is not a module of " + p.model.name +
-                                                 (moe_module ? " (no experts" + std::string(p.model.moe.enabled()
-                                                                                              ? " shared"
-                                                                                              : "") +
-                                                                   ")"
-                                                             : " (no multi-latent attention)"));
+      const char* lacks = moe_module && !p.model.moe.enabled() ? "no experts"
+                          : *m == recompute_module::shared_experts && p.model.moe.shared_ffn == 0
+                              ? "no shared experts"
+                          : *m == recompute_module::mla_up_proj && !p.model.mla.enabled() ? "no multi-latent attention"
+                                                                                           : nullptr;
+      if (lacks)
+        throw bad_input("recompute-modules",
+                        "'" + name + "' is not a module of " + p.model.name + " (" + lacks + ")");
     }
   }
-  // A learned position table has max_positions rows: a longer sequence has no embedding to look up.
-  if (p.model.position == position_kind::learned && p.training.seq > p.model.max_positions)
-    throw bad_input("seq", std::to_string(p.training.seq) + " is beyond " + p.model.name + "'s " +
-                               std::to_string(p.model.max_positions) +
-                               " learned positions (its position table has no row past them): --seq " +
-                               std::to_string(p.model.max_positions) + " or less");
 }
 
 }  // namespace headroom::cli

@@ -7,8 +7,7 @@
 namespace headroom::cli {
 
 // Refuses an option that cannot apply to the plan it is given with, rather than ignoring it: the one check for
-// options that depend on another (issue 34, class E) and for a sequence a learned position table cannot hold.
-// Where an axis is searched (not given), its dependants are checked against what was given only.
+// options that depend on another (issue 34, class E). Where an axis is searched (not given), its dependants are checked against what was given only.
 void check_options_apply(const plan_options& o, const problem& p);
 
 }  // namespace headroom::cli

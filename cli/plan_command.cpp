@@ -300,6 +300,7 @@ problem problem_from(const plan_options& o) {
   }
   validate(p.training, p.device);
   check_options_apply(o, p);
+  if (auto e = sequence_error(p.model, p.training)) throw *e;
   // Finite and in a documented range, so no NaN or inf reaches the ranking or the JSON.
   auto in_range = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
   if (!in_range(o.costs.tflops, 1e-3, 1e6) || !in_range(o.costs.mfu, 1e-4, 1) ||

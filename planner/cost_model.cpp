@@ -2,64 +2,46 @@
 #include "cost_model.hpp"
 
 #include <algorithm>
-#include <vector>
+
+#include "op_policy.hpp"
 
 namespace headroom {
 
 // Returns torchtitan's per-op policy's repeated forward FLOPs as a fraction of a layer's forward and backward
 // FLOPs. The policy counts a block's matmuls in order and recomputes every second one (torchtitan
-// distributed/activation_checkpoint.py @ 238fa995 l.98-122; docs/model.md): the same order ledger.cpp's
-// op_policy_entries prices the kept outputs by. Standard attention runs wq, wk, wv, wo; multi-latent attention
-// wq (or wq_a, wq_b), wkv_a, wkv_b, wo, whose count shifts the MLP's parity when q_lora_rank > 0; then the dense
-// MLP's w1, w3, w2 (fc1, fc2 ungated) or a MoE's shared w1, w3, w2. A MoE layer also repeats the router's gate
-// (forced to recompute, not counted) and the routed experts' grouped matmuls (on no save list); its forward
+// distributed/activation_checkpoint.py @ 238fa995 l.98-122; docs/model.md): the block's matmuls are the ledger's
+// (op_policy.hpp, op_policy_matmuls), 2 x input x output FLOPs per token each, so multi-latent attention's four
+// or five matmuls set the MLP's parity here as they do its kept outputs. A MoE layer also repeats the router's
+// gate (forced to recompute, not counted) and the routed experts' grouped matmuls (on no save list); its forward
 // counts the top_k experts a token runs. The attention core (SDPA, flex: kept) is in the forward only, 2 FLOPs
-// per multiply-add of q·k and p·v at sequence `seq`. The model's fraction weighs each kind by its layers.
+// per multiply-add of q.k and p.v at sequence `seq`. The model's fraction weighs each kind by its layers.
 static double op_policy_recompute(const model_spec& m, std::int64_t seq) {
   const double h = static_cast<double>(m.hidden), s = static_cast<double>(seq);
   const double n = static_cast<double>(m.heads);
-  std::vector<double> attention;  // FLOPs per token of each counted attention matmul, in order
-  double core = 0;
-  if (m.mla.enabled()) {
-    const auto& x = m.mla;
-    const double dn = static_cast<double>(x.qk_nope_head_dim), dr = static_cast<double>(x.qk_rope_head_dim);
-    const double dv = static_cast<double>(x.v_head_dim), c = static_cast<double>(x.kv_lora_rank);
-    const double q = static_cast<double>(x.q_lora_rank);
-    if (x.q_lora_rank > 0)
-      attention = {2 * h * q, 2 * q * n * (dn + dr)};
-    else
-      attention = {2 * h * n * (dn + dr)};
-    attention.insert(attention.end(), {2 * h * (c + dr), 2 * c * n * (dn + dv), 2 * n * dv * h});
-    core = 2 * s * n * (dn + dr) + 2 * s * n * dv;
-  } else {
-    const double q = static_cast<double>(m.heads * m.head_dim), kv = static_cast<double>(m.kv_heads * m.head_dim);
-    attention = {2 * h * q, 2 * h * kv, 2 * h * kv, 2 * q * h};
-    core = 4 * s * q;
-  }
-  const bool gated = m.mlp == mlp_kind::swiglu;
-  // Sums a block's counted matmuls (attention, then the MLP's `mlp`) into its forward and its recomputed FLOPs.
-  auto block = [&](const std::vector<double>& mlp, double uncounted, double& forward, double& again) {
-    std::vector<double> mms = attention;
-    mms.insert(mms.end(), mlp.begin(), mlp.end());
+  const double core = m.mla.enabled() ? 2 * s * n *
+                                            static_cast<double>(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim +
+                                                                m.mla.v_head_dim)
+                                      : 4 * s * static_cast<double>(m.heads * m.head_dim);
+  const ledger_shape one_rank(seq, 1, 1, false, 1, attention_kind::flash, 2);  // per token, tp 1
+  // Sums one block's forward FLOPs per token and those the policy repeats; `uncounted` is repeated whole.
+  auto block = [&](bool moe_layer, double uncounted, double& forward, double& again) {
+    const op_block b = op_policy_matmuls(m, one_rank, moe_layer);
     forward = core + uncounted;
     again = uncounted;
-    for (std::size_t i = 0; i < mms.size(); ++i) {
-      forward += mms[i];
-      if (i % 2 == 1) again += mms[i];  // the 2nd, 4th, ... counted matmul is recomputed
+    for (std::size_t i = 0; i < b.mms.size(); ++i) {
+      const double flops = 2 * static_cast<double>(b.mms[i].input) * static_cast<double>(b.mms[i].width);
+      forward += flops;
+      if (i % 2 == 1) again += flops;  // the 2nd, 4th, ... counted matmul is recomputed
     }
   };
-  const double f = static_cast<double>(m.ffn_hidden);
   double forward = 0, recomputed = 0;
-  block(gated ? std::vector<double>{2 * h * f, 2 * h * f, 2 * f * h} : std::vector<double>{2 * h * f, 2 * f * h}, 0,
-        forward, recomputed);
+  block(false, 0, forward, recomputed);
   if (m.moe.enabled()) {
     const double k = static_cast<double>(m.moe.top_k), fe = static_cast<double>(m.moe.expert_ffn);
-    const double fs = static_cast<double>(m.moe.shared_ffn), gate = 2 * static_cast<double>(m.moe.experts) * h;
-    const double experts = 2 * k * (gated ? 3 : 2) * h * fe;
-    std::vector<double> shared;
-    if (fs > 0) shared = gated ? std::vector<double>{2 * h * fs, 2 * h * fs, 2 * fs * h} : std::vector<double>{2 * h * fs, 2 * fs * h};
+    const double gate = 2 * static_cast<double>(m.moe.experts) * h;
+    const double experts = 2 * k * (m.mlp == mlp_kind::swiglu ? 3 : 2) * h * fe;
     double moe_forward = 0, moe_again = 0;
-    block(shared, gate + experts, moe_forward, moe_again);
+    block(true, gate + experts, moe_forward, moe_again);
     double n_moe = 0;
     for (const bool is_moe : m.moe.layers) n_moe += is_moe ? 1 : 0;
     const double n_dense = static_cast<double>(m.layers) - n_moe;

@@ -104,6 +104,13 @@ bad_input recipe_zero_error(const recipe& r, int zero) {
                                     : std::string(" (the stages the recipe states, zero_stages)")));
 }
 
+std::optional<bad_input> sequence_error(const model_spec& m, const training_spec& t) {
+  if (m.position != position_kind::learned || t.seq <= m.max_positions) return std::nullopt;
+  return bad_input("seq", std::to_string(t.seq) + " is beyond " + m.name + "'s " + std::to_string(m.max_positions) +
+                              " learned positions (its position table has no row past them): --seq " +
+                              std::to_string(m.max_positions) + " or less");
+}
+
 std::optional<bad_input> layout_error(const problem& p, const layout& l) {
   const auto& m = p.model;
   for (auto [v, f] : {std::pair{l.tp, "tp"}, {l.pp, "pp"}, {l.cp, "cp"}, {l.vpp, "vpp"}, {l.gpus, "gpus"}})

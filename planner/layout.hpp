@@ -285,11 +285,17 @@ std::optional<bad_input> sharding_error(const layout& l);
 // highest_zero) and why. layout_error returns it where data parallelism shards; the search for a fixed stage.
 bad_input recipe_zero_error(const recipe& r, int zero);
 
+// Returns why model `m` cannot run a sequence of `t.seq` tokens whatever the layout, as the bad_input to throw,
+// or nullopt: a learned position table has max_positions rows and no embedding past them. The CLI asks it of
+// the problem it reads (cli/plan_command.cpp, problem_from) and the search of the sequence it is given; the
+// planner's own callers (tests, max-fit's trial values) may price a longer sequence.
+std::optional<bad_input> sequence_error(const model_spec& m, const training_spec& t);
+
 // Returns the first field of the layout that does not fit the model or the GPU count, as the bad_input
 // to throw, or nullopt: heads or kv heads not divisible by tp, layers not divisible by pp (or by pp * vpp),
 // tp * pp * cp not dividing N, tp beyond one node, sequence not divisible by cp (or by tp under sequence
-// parallelism), torchtitan's per-op recompute (selective-op) on a layer it is not modelled for (multi-latent
-// attention, eager attention: torchtitan runs SDPA; FP8 linears). With schedule_error, the one
+// parallelism), torchtitan's per-op recompute (selective-op) on a layer it is not modelled for (eager
+// attention: torchtitan runs SDPA or flex; FP8 linears). With schedule_error, the one
 // statement of what a valid layout is; --suggest enumerates by both.
 std::optional<bad_input> layout_error(const problem& p, const layout& l);
 // Returns the first expert-parallel or hybrid-sharding field of `l` that does not fit `p`, or nullopt (the

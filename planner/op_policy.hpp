@@ -1,6 +1,7 @@
 // op_policy.hpp: the matmuls torchtitan's per-op activation-checkpointing policy counts in one transformer block,
 // in the order it sees them (standard or multi-latent attention, then the dense MLP or a MoE's shared experts):
-// the ledger prices the outputs it keeps (ledger.cpp, op_policy_entries; docs/model.md section 4).
+// the ledger prices the outputs it keeps (ledger.cpp, op_policy_entries; docs/model.md section 4) and the cost
+// model the FLOPs it repeats (cost_model.cpp, op_policy_recompute).
 #pragma once
 
 #include <cstdint>
@@ -11,13 +12,15 @@
 
 namespace headroom {
 
-// One matmul torchtitan's per-op policy counts: the name and formula of its output, its width on this rank and
-// the ledger tensor that output is (nullptr when none).
+// One matmul torchtitan's per-op policy counts: the name and formula of its output, its output width on this
+// rank, the ledger tensor that output is (nullptr when none) and its input width on this rank (the cost model's
+// FLOPs, 2 x input x width per token: cost_model.cpp).
 struct op_matmul {
   const char* name;
   const char* formula;
   std::int64_t width;
   const char* ledger_name;
+  std::int64_t input;
 };
 
 // The counted matmuls of one block, in order, and where the attention core and v sit among them.

@@ -39,6 +39,7 @@ layout_search::layout_search(const problem& p, const search_axes& axes, const co
   if (auto e = sharding_error(settings)) throw *e;
   if (axes.zero && (*axes.zero > p.precision.highest_zero() || *axes.zero < p.precision.lowest_zero()))
     throw recipe_zero_error(p.precision, *axes.zero);
+  if (auto e = sequence_error(p.model, p.training)) throw *e;
   m_params = count_params(p.model);
   check_state_fits_in_int64(p, m_params);
   m_space = search_space(p, axes);

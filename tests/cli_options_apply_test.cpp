@@ -51,7 +51,7 @@ TEST(OptionsApply, RecomputeModulesNeedSelectiveAndAModuleTheModelHas) {
   refused(llama + "--recompute selective --recompute-modules mla_up_proj",
           "'mla_up_proj' is not a module of llama3-8b (no multi-latent attention)");
   refused("plan --preset mixtral-8x7b --gpus 8 --recompute selective --recompute-modules shared_experts",
-          "'shared_experts' is not a module of mixtral-8x7b (no experts shared)");
+          "'shared_experts' is not a module of mixtral-8x7b (no shared experts)");
   plans(llama + "--recompute selective --recompute-modules mlp,layernorm");
 }
 

@@ -446,9 +446,15 @@ void read_model(const json& m, launch_import& imp) {
     return;
   }
   if (!f) {
+    std::vector<std::string> models;  // the table's own, so the message lists what it holds (keys sorted)
+    for (const auto& key : torchtitan_flavor_keys(torchtitan_flavor_table_path())) {
+      const std::string model = key.substr(0, key.find('/'));
+      if (models.empty() || models.back() != model) models.push_back(model);
+    }
+    std::string listed;
+    for (const auto& model : models) listed += (listed.empty() ? "" : ", ") + model;
     imp.model_unknown = "model.name: '" + shown_name(name) +
-                        "' is not a model of torchtitan @ 238fa995 (presets/torchtitan/flavors.json: deepseek_v3, "
-                        "llama3, llama3_ft, llama4, qwen3, gpt_oss, flux)";
+                        "' is not a model of torchtitan @ 238fa995 (presets/torchtitan/flavors.json: " + listed + ")";
     return;
   }
   // First on the refusal line: the model itself, before the keys its own sections add.
