@@ -46,9 +46,9 @@ nlohmann::json space_json(const std::vector<search_axis>& space) {
   return j;
 }
 nlohmann::json cost_json(const layout_cost& c) {
-  return {{"recompute", c.recompute}, {"bubble", c.bubble},         {"tp_comm", c.tp_comm},
-          {"pp_comm", c.pp_comm},     {"dp_exposed", c.dp_exposed}, {"dp_bytes_per_gpu", c.dp_bytes},
-          {"total", c.total}};
+  return {{"recompute", c.recompute},   {"bubble", c.bubble},         {"tp_comm", c.tp_comm},
+          {"pp_comm", c.pp_comm},       {"ep_comm", c.ep_comm},       {"dp_exposed", c.dp_exposed},
+          {"dp_bytes_per_gpu", c.dp_bytes}, {"total", c.total}};
 }
 
 // Returns one layer's ledger as the plan document writes it: name, formula, shape, dtype_bytes, bytes, role.
@@ -256,7 +256,9 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   const auto& best = s.fitting.front();
   o << "first: " << strategy_name(best.where) << " (" << candidate_axes(best, s.micro_batch_searched, &s)
     << "): recompute " << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
-    << pct(best.cost.tp_comm) << ", pp traffic " << pct(best.cost.pp_comm) << ", exposed dp traffic "
+    << pct(best.cost.tp_comm) << ", pp traffic " << pct(best.cost.pp_comm)
+    << (best.cost.ep_comm > 0 ? ", ep all-to-all " + pct(best.cost.ep_comm) : std::string())
+    << ", exposed dp traffic "
     << pct(best.cost.dp_exposed) << "; headroom " << gib_str(best.worst.headroom) << " GiB ("
     << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1)
     << "%)\n";
@@ -288,7 +290,8 @@ nlohmann::json suggest_json(const problem& p, const suggestion& s) {
 
 void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s) {
   o << "rank," << layout_csv_header << ",recipe," << stage_csv_header
-    << ",cost_total,cost_recompute,cost_bubble,cost_tp_comm,cost_pp_comm,cost_dp_exposed,dp_bytes_per_gpu\n";
+    << ",cost_total,cost_recompute,cost_bubble,cost_tp_comm,cost_pp_comm,cost_dp_exposed,dp_bytes_per_gpu,"
+       "cost_ep_comm\n";
   int rank = 1;
   for (const auto& c : s.fitting) {
     o << rank++ << ',';
@@ -299,7 +302,7 @@ void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s) {
     stage_csv(o, c.worst);
     o << ',' << c.cost.total << ',' << c.cost.recompute << ',' << c.cost.bubble << ',' << c.cost.tp_comm
       << ',' << c.cost.pp_comm << ',' << c.cost.dp_exposed << ',' << static_cast<long long>(c.cost.dp_bytes)
-      << "\n";
+      << ',' << c.cost.ep_comm << "\n";
   }
 }
 

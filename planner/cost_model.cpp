@@ -51,6 +51,38 @@ static double op_policy_recompute(const model_spec& m, std::int64_t seq) {
   return forward > 0 ? recomputed / (3 * forward) : 0;
 }
 
+// Megatron-Core's all-to-all dispatcher (megatron/core/transformer/moe/token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher: token_dispatch sends each rank's permuted tokens, k rows per token, over the
+// expert-parallel group with all_to_all; token_combine sends the experts' outputs back the same way) moves,
+// per MoE layer and micro-batch, k x s/(t*c) x b rows of h activations per GPU (its own tokens, split by tp
+// under sequence parallelism), of which the (ep - 1)/ep routed to other ranks leave it (balanced routing).
+// Forward: dispatch + combine; backward: the same two reversed; a recomputed forward repeats the first two
+// (as the tensor-parallel term counts its collectives). The group's ranks are etp apart (Megatron's expert
+// grid orders etp before ep), so a node holds gpus_per_node / etp of them: what goes to those crosses NVLink,
+// the rest the NICs, both at once (the slower decides). docs/model.md, "Ranking".
+double ep_alltoall_seconds(const problem& p, const param_counts& pc, const layout& l, const cost_model& c,
+                           double micro_batches) {
+  if (l.ep <= 1 || pc.moe_before.empty() || pc.moe_before.back() == 0) return 0;
+  // The all-gather dispatcher gathers every token of the group instead (each rank receives the other ep - 1
+  // ranks' tokens once, whatever k) and reduce-scatters the outputs back.
+  const double ep = l.ep;
+  const double rows_per_token = p.training.routing.dispatcher == dispatcher_kind::allgather
+                                    ? ep
+                                    : static_cast<double>(p.model.moe.top_k);
+  const double tokens = static_cast<double>(p.training.seq) / l.cp * static_cast<double>(p.training.micro_batch) /
+                        (l.sp() ? l.tp : 1);
+  const double message = rows_per_token * tokens * static_cast<double>(p.model.hidden) *
+                         static_cast<double>(p.precision.activation_bytes);
+  const double passes = l.recompute == recompute_mode::full ? 6 : 4;
+  const double layers = static_cast<double>(pc.moe_before.back()) / l.pp;
+  const double per_step = passes * message * layers * micro_batches;  // bytes through one rank's all-to-alls
+  const int node = std::min(l.gpus, p.device.gpus_per_node);
+  const double local = std::clamp(static_cast<double>(node / l.expert_tp()), 1.0, ep);  // group ranks on a node
+  const double intra = per_step * (local - 1) / ep / (c.intra_node_gbs * 1e9);
+  const double inter = per_step * (ep - local) / ep / (c.inter_node_gbs * 1e9);
+  return std::max(intra, inter);
+}
+
 layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, const cost_model& c) {
   layout_cost r;
   const double s = static_cast<double>(p.training.seq), h = static_cast<double>(p.model.hidden);
@@ -96,6 +128,7 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     const bool crosses = l.gpus / l.pp >= p.device.gpus_per_node && l.gpus > p.device.gpus_per_node;
     r.pp_comm = bytes / ((crosses ? c.inter_node_gbs : c.intra_node_gbs) * 1e9) / compute_s;
   }
+  r.ep_comm = ep_alltoall_seconds(p, pc, l, c, M) / compute_s;
   const double D = l.shard_degree();
   if (D > 1) {
     const double rank_params = static_cast<double>(pc.total) / (static_cast<double>(l.tp) * l.pp);
@@ -104,7 +137,7 @@ layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, c
     const double bw = (l.gpus > p.device.gpus_per_node ? c.inter_node_gbs : c.intra_node_gbs) * 1e9;
     r.dp_exposed = std::max(0.0, r.dp_bytes / bw - compute_s) / compute_s;
   }
-  r.total = r.recompute + r.bubble + r.tp_comm + r.pp_comm + r.dp_exposed;
+  r.total = r.recompute + r.bubble + r.tp_comm + r.pp_comm + r.ep_comm + r.dp_exposed;
   return r;
 }
 

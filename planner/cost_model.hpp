@@ -1,7 +1,7 @@
 // cost_model.hpp: how --suggest ranks layouts that fit. Each term is a fraction of the ideal step time:
-// extra FLOPs of recomputation, the pipeline bubble, tensor-parallel collectives and pipeline sends (on
-// the critical path), and data-parallel traffic that compute cannot hide. docs/model.md ("Ranking") derives
-// each term.
+// extra FLOPs of recomputation, the pipeline bubble, tensor-parallel collectives, pipeline sends and
+// expert-parallel all-to-alls (on the critical path), and data-parallel traffic that compute cannot hide.
+// docs/model.md ("Ranking") derives each term.
 #pragma once
 
 #include "estimate.hpp"
@@ -23,9 +23,10 @@ struct layout_cost {
   double bubble = 0;      // (pp - 1) / (M * vpp)
   double tp_comm = 0;     // tp collective time / compute time
   double pp_comm = 0;     // pipeline send / receive time / compute time (x vpp when interleaved)
+  double ep_comm = 0;     // expert-parallel all-to-all time (dispatch and combine) / compute time
   double dp_exposed = 0;  // max(0, dp traffic time - compute time) / compute time
   double dp_bytes = 0;    // data-parallel bytes sent per GPU per step (ZeRO-3: 3 x params, else 2 x)
-  double total = 0;       // sum of the five fractions
+  double total = 0;       // sum of the six fractions
 };
 
 // Returns the bytes of one micro-batch's activation message between layers, s/cp x b x h in the recipe's
@@ -37,6 +38,11 @@ inline double activation_message_bytes(const problem& p, const layout& l, bool p
                      static_cast<double>(p.model.hidden) * static_cast<double>(p.precision.activation_bytes);
   return per_tp_rank ? act / l.tp : act;
 }
+
+// Returns the seconds one GPU spends in the expert-parallel all-to-alls of one step under `l`, with
+// `micro_batches` micro-batches per step: 0 without expert parallelism or without MoE layers.
+double ep_alltoall_seconds(const problem& p, const param_counts& pc, const layout& l, const cost_model& c,
+                           double micro_batches);
 
 // Returns the cost of `l` for `p`; `pc` is count_params(p.model).
 layout_cost cost_of(const problem& p, const param_counts& pc, const layout& l, const cost_model& c);

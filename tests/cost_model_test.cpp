@@ -117,5 +117,39 @@ TEST(CostModel, OpPolicyOnMlaFollowsItsMatmulOrder) {
   EXPECT_NEAR(cost_of(p, count_params(p.model), l, {}).recompute, expected, 1e-12);
 }
 
+// The expert-parallel all-to-alls of Qwen3-30B-A3B (48 MoE layers, h 2048, top 8) at seq 4096, micro-batch 1,
+// global batch 256 on 16 GPUs of nodes of 8, dp 16 (M = 16): each rank sends its 4096 tokens' 8 rows of
+// 2048 bf16 values, 134,217,728 bytes, in each of 4 all-to-alls per layer and micro-batch (dispatch and
+// combine, forward and backward): 4 x 134,217,728 x 48 x 16 bytes a step, of which (ep - 1)/ep leave the rank.
+// ep 8 stays in a node (NVLink, 900 GB/s); ep 16 sends 8 of its 16 shares over the 50 GB/s NICs.
+TEST(CostModel, ExpertAllToAllCrossesNodesPastOneNode) {
+  auto p = preset_problem("qwen3-30b-a3b");
+  p.training.seq = 4096;
+  p.training.micro_batch = 1;
+  p.training.global_batch = 256;
+  p.training.attention = attention_kind::flash;
+  p.device.gpus_per_node = 8;
+  const auto pc = count_params(p.model);
+  const double step_bytes = 4.0 * 134217728 * 48 * 16;
+  layout l = make_layout(16, 1, recompute_mode::none);
+  EXPECT_EQ(ep_alltoall_seconds(p, pc, l, {}, 16), 0.0);  // ep 1: no all-to-all
+  EXPECT_EQ(cost_of(p, pc, l, {}).ep_comm, 0.0);
+  l.ep = 8;
+  EXPECT_NEAR(ep_alltoall_seconds(p, pc, l, {}, 16), step_bytes * 7 / 8 / 900e9, 1e-12);
+  const auto c8 = cost_of(p, pc, l, {});
+  l.ep = 16;
+  EXPECT_NEAR(ep_alltoall_seconds(p, pc, l, {}, 16), step_bytes * 8 / 16 / 50e9, 1e-12);
+  const auto c16 = cost_of(p, pc, l, {});
+  EXPECT_GT(c16.ep_comm, 10 * c8.ep_comm);
+  EXPECT_GT(c16.total, c8.total);  // ep 8 and ep 16 no longer cost the same
+  EXPECT_NEAR(c16.total - c16.ep_comm, c8.total - c8.ep_comm, 1e-12);
+  // A full recompute repeats the forward's dispatch and combine: 6 all-to-alls instead of 4.
+  l.recompute = recompute_mode::full;
+  EXPECT_NEAR(ep_alltoall_seconds(p, pc, l, {}, 16), 1.5 * step_bytes * 8 / 16 / 50e9, 1e-12);
+  // A dense model has no all-to-all whatever ep says.
+  auto dense = preset_problem("gpt3-175b");
+  EXPECT_EQ(ep_alltoall_seconds(dense, count_params(dense.model), l, {}, 16), 0.0);
+}
+
 }  // namespace
 }  // namespace headroom
