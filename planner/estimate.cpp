@@ -2,6 +2,7 @@
 #include "estimate.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "errors.hpp"
 #include "schedule.hpp"
@@ -123,20 +124,33 @@ rank_params stage_params_on_rank(const problem& p, const param_counts& pc, const
           std::min(dense, ceil_div(head, l.tp) + replicated)};
 }
 
-std::int64_t buffer_bytes(const recipe& r, std::size_t i, const layout& l, const rank_params& on_rank) {
+std::int64_t buffer_bytes(const recipe& r, std::size_t i, int zero, int shard_degree, int expert_shard_degree,
+                          const rank_params& on_rank) {
   const recipe_buffer& b = r.buffers[i];
   const bool linear = r.linear_only >> i & 1, other = r.other_only >> i & 1;
   const std::int64_t dense_count = linear ? on_rank.dense - on_rank.other : other ? on_rank.other : on_rank.dense;
   const std::int64_t dense = b.bytes * dense_count, expert = other ? 0 : b.bytes * on_rank.expert;
-  if (l.zero < b.shard_from) return dense + expert;
-  return ceil_div(dense, l.shard_degree()) + (expert ? ceil_div(expert, l.expert_shard_degree()) : 0);
+  if (zero < b.shard_from) return dense + expert;
+  return ceil_div(dense, shard_degree) + (expert ? ceil_div(expert, expert_shard_degree) : 0);
+}
+
+std::int64_t buffer_bytes(const recipe& r, std::size_t i, const layout& l, const rank_params& on_rank) {
+  return buffer_bytes(r, i, l.zero, l.shard_degree(), l.expert_shard_degree(), on_rank);
+}
+
+std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank, const layout_shares& sh) {
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i)
+    if (!offloaded(p.precision.buffers[i], l))
+      sum += buffer_bytes(p.precision, i, l.zero, sh.shard_degree, sh.expert_shard_degree, on_rank);
+  return sum;
 }
 
 std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank) {
-  std::int64_t sum = 0;
-  for (std::size_t i = 0; i < p.precision.buffers.size(); ++i)
-    if (!offloaded(p.precision.buffers[i], l)) sum += buffer_bytes(p.precision, i, l, on_rank);
-  return sum;
+  layout_shares sh;
+  sh.shard_degree = l.shard_degree();
+  sh.expert_shard_degree = l.expert_shard_degree();
+  return persistent_bytes(p, l, on_rank, sh);
 }
 
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
@@ -169,114 +183,156 @@ std::int64_t mtp_bytes_per_microbatch(const problem& p, const activation_sums& p
       n, saturating_add(p.model.mtp_layer_is_moe() ? peaks.moe_layer.of(r) : per_layer.of(r), peaks.mtp_module.of(r)));
 }
 
-// Sets the layer activations of stage s.stage under interleaving with chunks of different layer kinds or
-// sizes: each chunk weighted by its copies at the moment the stage holds the most (schedule.hpp
-// peak_chunk_copies), not the stage's average.
-void interleaved_activations(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                             const peak_sums& peaks, const layout& l, std::int64_t M, std::int64_t mtp,
-                             stage_breakdown& s) {
+// Returns the activations of stage `s` under interleaving with chunks of different layer kinds or sizes, or
+// MTP modules after the last chunk: each chunk weighted by its copies at the moment the stage holds the most
+// (schedule.hpp peak_chunk_copies), not the stage's average. Without the embedding.
+stage_activation_terms interleaved_activations(const problem& p, const param_counts& pc,
+                                               const activation_sums& per_layer, const peak_sums& peaks,
+                                               const layout& l, const stage_place& s, std::int64_t M,
+                                               std::int64_t mtp) {
   const auto v = static_cast<std::size_t>(l.vpp);
-  std::vector<std::int64_t> layers(v), moe(v), bytes(v);
+  // Five arrays of vpp entries: on the stack up to 16 chunks (the search tries up to 8), else on the heap.
+  constexpr std::size_t small = 16;
+  std::int64_t on_stack[5 * small];
+  std::vector<std::int64_t> on_heap(v > small ? 5 * v : 0);
+  std::int64_t* base = v > small ? on_heap.data() : on_stack;
+  const std::span<std::int64_t> layers(base, v), moe(base + v, v), bytes(base + 2 * v, v), copies(base + 3 * v, v),
+      alive(base + 4 * v, v);
+  const std::int64_t dense_bytes = per_layer.of(l.recompute), moe_bytes = peaks.moe_layer.of(l.recompute);
   for (std::size_t c = 0; c < v; ++c) {
     const auto chunk = static_cast<std::int64_t>(c);
     layers[c] = chunk_layers(p, l, s.stage, chunk);
     moe[c] = pc.moe_layers_in(chunk_first_layer(p, l, s.stage, chunk), layers[c]);
-    bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], per_layer.of(l.recompute)),
-                              saturating_mul(moe[c], peaks.moe_layer.of(l.recompute)));
+    bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], dense_bytes), saturating_mul(moe[c], moe_bytes));
   }
   bytes[v - 1] = saturating_add(bytes[v - 1], mtp);  // the MTP modules run after the last chunk's layers
-  const auto copies = peak_chunk_copies(l, s.stage, M, bytes);
-  s.activations = s.layer_activations = s.moe_layer_activations = 0;
+  peak_chunk_copies(l, s.stage, M, bytes, copies, alive);
+  stage_activation_terms a;
   for (std::size_t c = 0; c < v; ++c) {
-    s.layer_activations += copies[c] * layers[c];
-    s.moe_layer_activations += copies[c] * moe[c];
-    s.activations = saturating_add(s.activations, saturating_mul(copies[c], bytes[c]));
+    a.layer_activations += copies[c] * layers[c];
+    a.moe_layer_activations += copies[c] * moe[c];
+    a.activations = saturating_add(a.activations, saturating_mul(copies[c], bytes[c]));
   }
-  s.mtp_activations = saturating_mul(copies[v - 1], mtp);
+  a.mtp = saturating_mul(copies[v - 1], mtp);
+  return a;
 }
 
 }  // namespace
 
-stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                               const peak_sums& peaks, const layout& l, int stage) {
-  stage_breakdown s;
+layout_shares shares_of(const problem& p, const param_counts& pc, const layout& l) {
+  layout_shares sh;
+  sh.microbatches = microbatches_per_step(p, l);
+  sh.embeddings = embeddings_in_flight(l, sh.microbatches);
+  sh.shard_degree = l.shard_degree();
+  sh.expert_shard_degree = l.expert_shard_degree();
+  sh.tokens = reserve_tokens(p, l);
+  sh.unsharded_grad = unsharded_layer_grad_bytes(p, pc, l);
+  return sh;
+}
+
+stage_place place_of(const problem& p, const param_counts& pc, const layout& l, int stage) {
+  stage_place s;
   s.stage = stage;
   s.layers = stage_layers(p, l, stage);
   s.moe_layers = stage_moe_layers(p, pc, l, stage, s.layers);
-  const bool first = stage == 0, last = stage == l.pp - 1;
+  s.largest_chunk = largest_chunk_layers(p, l, stage);
+  s.first = stage == 0;
+  s.last = stage == l.pp - 1;
+  return s;
+}
+
+stage_activation_terms stage_activations(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                                         const peak_sums& peaks, const layout& l, const stage_place& s,
+                                         const layout_shares& sh) {
+  // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
+  // interleaved, 2(pp-k-1) + (vpp-1)pp + 1 chunks of layers/vpp, for k = 0 the factor
+  // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
+  const std::int64_t M = sh.microbatches, chunks = chunks_in_flight(l, s.stage, M);
+  const std::int64_t mtp = s.last ? mtp_bytes_per_microbatch(p, per_layer, peaks, l.recompute) : 0;
+  stage_activation_terms a;
+  if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l) || mtp > 0)) {
+    a = interleaved_activations(p, pc, per_layer, peaks, l, s, M, mtp);
+  } else {
+    // Here every chunk holds the same layers and, with vpp > 1, no MoE layer and no MTP module.
+    a.layer_activations = chunks * (s.layers / l.vpp);
+    a.moe_layer_activations = l.vpp > 1 ? 0 : chunks * s.moe_layers;
+    a.activations = stage_layer_activations(chunks, s.layers, s.moe_layers, l.vpp, per_layer, peaks, l.recompute);
+    if (mtp > 0) {
+      a.mtp = saturating_mul(chunks, mtp);
+      a.activations = saturating_add(a.activations, a.mtp);
+    }
+  }
+  if (s.first && peaks.first_stage) {
+    a.embedding = sh.embeddings * peaks.first_stage;
+    a.activations += a.embedding;
+  }
+  return a;
+}
+
+std::int64_t stage_working_set(const peak_sums& peaks, const layout& l, const stage_place& s,
+                               std::int64_t unsharded_grad) {
+  // full_every_N on a stage of fewer than N layers recomputes none of them: its working set is none's.
+  const recompute_mode ws_mode =
+      full_every(l.recompute) > 0 && fully_recomputed_layers(l.recompute, s.layers) == 0 ? recompute_mode::none
+                                                                                          : l.recompute;
+  return peaks.working_set_of(ws_mode, s.moe_layers > 0) + unsharded_grad;
+}
+
+stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const peak_sums& peaks, const layout& l, int stage) {
+  return evaluate_stage(p, pc, per_layer, peaks, l, place_of(p, pc, l, stage), shares_of(p, pc, l));
+}
+
+stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const peak_sums& peaks, const layout& l, const stage_place& place,
+                               const layout_shares& sh) {
+  stage_breakdown s;
+  s.stage = place.stage;
+  s.layers = place.layers;
+  s.moe_layers = place.moe_layers;
 
   // Parameters this rank owns. A stated Ψ is spread evenly (as the reference case does); a derived one puts
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
-  const rank_params on_rank = stage_params_on_rank(p, pc, l, stage, s.layers, s.moe_layers);
+  const rank_params on_rank = stage_params_on_rank(p, pc, l, place.stage, s.layers, s.moe_layers);
   s.params_on_rank = on_rank.total();
   s.expert_params_on_rank = on_rank.expert;
 
   const auto& bufs = p.precision.buffers;
   for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
     const auto& b = bufs[i];
-    const std::int64_t bytes = buffer_bytes(p.precision, i, l, on_rank);
+    const std::int64_t bytes = buffer_bytes(p.precision, i, l.zero, sh.shard_degree, sh.expert_shard_degree, on_rank);
     if (offloaded(b, l)) {
       s.host_offload += bytes;
       continue;
     }
     s.buffer_bytes[i] = bytes;
-    switch (b.kind) {
-      case buffer_kind::params:
-        s.params += bytes;
-        break;
-      case buffer_kind::grads:
-        s.grads += bytes;
-        break;
-      case buffer_kind::master:
-        s.master += bytes;
-        break;
-      case buffer_kind::optimizer:
-        s.optimizer += bytes;
-        break;
-    }
+    (b.kind == buffer_kind::params  ? s.params
+     : b.kind == buffer_kind::grads ? s.grads
+     : b.kind == buffer_kind::master ? s.master
+                                     : s.optimizer) += bytes;
   }
   s.persistent = s.params + s.grads + s.master + s.optimizer;
 
   // ZeRO-3 gathers whole layers before use: `units` in flight, divided by tp * pp as the reference case does.
   // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
   // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
-  s.transient = stage_transient(p, pc, l, largest_chunk_layers(p, l, stage), on_rank);
+  s.transient = stage_transient(p, pc, l, place.largest_chunk, on_rank);
   s.state = s.persistent + s.transient;
 
-  // The schedule (schedule.hpp): 1F1B keeps min(pp - k, M) micro-batches of the stage's layers;
-  // interleaved, 2(pp-k-1) + (vpp-1)pp + 1 chunks of layers/vpp, for k = 0 the factor
-  // (1 + (pp-1)/(pp*vpp)) of docs/model.md section 5.
-  const std::int64_t M = microbatches_per_step(p, l);
-  s.layer_activations = chunks_in_flight(l, stage, M) * (s.layers / l.vpp);
-  const std::int64_t mtp = last ? mtp_bytes_per_microbatch(p, per_layer, peaks, l.recompute) : 0;
-  if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l) || mtp > 0)) {
-    interleaved_activations(p, pc, per_layer, peaks, l, M, mtp, s);
-  } else {
-    // Here every chunk holds the same layers and, with vpp > 1, no MoE layer and no MTP module.
-    s.moe_layer_activations = l.vpp > 1 ? 0 : chunks_in_flight(l, stage, M) * s.moe_layers;
-    s.activations = stage_layer_activations(chunks_in_flight(l, stage, M), s.layers, s.moe_layers, l.vpp,
-                                            per_layer, peaks, l.recompute);
-    if (mtp > 0) {
-      s.mtp_activations = saturating_mul(chunks_in_flight(l, stage, M), mtp);
-      s.activations = saturating_add(s.activations, s.mtp_activations);
-    }
-  }
-  if (first && peaks.first_stage) {
-    s.embedding_activations = embeddings_in_flight(l, M) * peaks.first_stage;
-    s.activations += s.embedding_activations;
-  }
-  if (last)
+  const stage_activation_terms a = stage_activations(p, pc, per_layer, peaks, l, place, sh);
+  s.layer_activations = a.layer_activations;
+  s.moe_layer_activations = a.moe_layer_activations;
+  s.embedding_activations = a.embedding;
+  s.mtp_activations = a.mtp;
+  s.activations = a.activations;
+  if (place.last)
     s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
                                       p.training.attention, p.precision.activation_bytes});
 
-  // full_every_N on a stage of fewer than N layers recomputes none of them: its working set is none's.
-  const recompute_mode ws_mode =
-      full_every(l.recompute) > 0 && fully_recomputed_layers(l.recompute, s.layers) == 0 ? recompute_mode::none
-                                                                                          : l.recompute;
-  s.working_set = peaks.working_set_of(ws_mode, s.moe_layers > 0) + unsharded_layer_grad_bytes(p, pc, l);
-  s.output_phase = last ? peaks.output_phase : 0;
+  s.working_set = stage_working_set(peaks, l, place, sh.unsharded_grad);
+  s.output_phase = place.last ? peaks.output_phase : 0;
   // The verdict (stage_terms.hpp): step peak, reserve, both totals, headroom.
-  const stage_verdict v = judge(s.terms(), p.device, reserve_tokens(p, l));
+  const stage_verdict v = judge(s.terms(), p.device, sh.tokens);
   s.step_peak = v.step_peak;
   s.fixed_overheads = p.device.fixed_overheads;
   s.peak_total = v.peak_total;
@@ -288,22 +344,32 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   return s;
 }
 
+bool middle_stage_dominates(const problem& p, const param_counts& pc, const layout& l, const stage_place& a,
+                            const stage_place& b) {
+  if (a.first || a.last || b.first || b.last || a.stage >= b.stage) return false;
+  if (a.layers != b.layers || a.moe_layers != b.moe_layers || a.largest_chunk != b.largest_chunk) return false;
+  if (l.vpp <= 1 || (pc.moe_before.empty() && !uneven_chunks(p, l))) return true;  // chunks of layers / vpp
+  for (std::int64_t c = 0; c < l.vpp; ++c) {
+    const std::int64_t n = chunk_layers(p, l, a.stage, c);
+    if (n != chunk_layers(p, l, b.stage, c) ||
+        pc.moe_layers_in(chunk_first_layer(p, l, a.stage, c), n) !=
+            pc.moe_layers_in(chunk_first_layer(p, l, b.stage, c), n))
+      return false;
+  }
+  return true;
+}
+
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l) {
-  stage_breakdown a = evaluate_stage(p, pc, per_layer, peaks, l, 0);
-  if (l.pp == 1) return a;
-  // A MoE model's stages differ in their layers' kinds (DeepSeek's dense first layers, MTP on the last):
-  // every stage is evaluated.
-  if (middle_stages_dominated(p, l) && !p.model.moe.enabled()) {
-    stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, l.pp - 1);
-    return b.decisive_total() > a.decisive_total() ? b : a;
-  }
-  // A middle stage holding more layers than the first (an explicit or counted split) can be the worst.
-  for (int k = 1; k < l.pp; ++k) {
-    stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, k);
-    if (b.decisive_total() > a.decisive_total()) a = b;
-  }
-  return a;
+  const layout_shares sh = shares_of(p, pc, l);
+  stage_breakdown worst;
+  bool any = false;
+  for_each_worst_candidate(p, pc, l, [&](const stage_place& place) {
+    stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, place, sh);
+    if (!any || b.decisive_total() > worst.decisive_total()) worst = b;
+    any = true;
+  });
+  return worst;
 }
 
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {

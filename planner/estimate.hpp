@@ -11,14 +11,18 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "layout.hpp"
 #include "ledger.hpp"
 #include "model_spec.hpp"
+#include "schedule.hpp"
 #include "stage_terms.hpp"
 
 namespace headroom {
+
+struct layout_shares;
 
 // One pipeline stage's rank, in bytes unless said otherwise.
 struct stage_breakdown {
@@ -156,8 +160,14 @@ inline bool offloaded(const recipe_buffer& b, const layout& l) {
 // dp * cp shards and the experts' over the expert data-parallel shards, when the ZeRO stage shards the buffer;
 // a buffer of the linear weights only (or of the rest only, recipe::linear_only / other_only) counts its part.
 std::int64_t buffer_bytes(const recipe& r, std::size_t i, const layout& l, const rank_params& on_rank);
+// The same, with the layout's shard degrees given (layout::shard_degree, expert_shard_degree): no division
+// beyond the buffer's own.
+std::int64_t buffer_bytes(const recipe& r, std::size_t i, int zero, int shard_degree, int expert_shard_degree,
+                          const rank_params& on_rank);
 // Returns the bytes of every buffer kept on the GPU (params + grads + master + optimizer).
 std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank);
+// The same, with the shard degrees of `sh`.
+std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank, const layout_shares& sh);
 // Returns the ZeRO-3 gather transient of a stage whose largest model chunk holds `chunk_layers` layers
 // (schedule.hpp largest_chunk_layers; the stage's layers with vpp = 1), in bytes (0 below ZeRO-3).
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
@@ -175,13 +185,93 @@ inline std::int64_t stage_layer_activations(std::int64_t chunks, std::int64_t la
   return saturating_mul(chunks, per_chunk);
 }
 
+// What every stage of one layout shares, found once per layout rather than once per stage (evaluate_worst,
+// estimate and the search's inner loop, which finds each at the loop level it changes in).
+struct layout_shares {
+  std::int64_t microbatches = 1;    // per step (microbatches_per_step)
+  std::int64_t embeddings = 0;      // micro-batches whose embedding output the first stage holds
+  int shard_degree = 1;             // layout::shard_degree()
+  int expert_shard_degree = 1;      // layout::expert_shard_degree()
+  std::int64_t tokens = 0;          // tokens of a micro-batch on a rank (reserve_tokens)
+  std::int64_t unsharded_grad = 0;  // bytes (unsharded_layer_grad_bytes)
+};
+// Returns the shares of `l` (a layout without layout_error).
+layout_shares shares_of(const problem& p, const param_counts& pc, const layout& l);
+
+// Where a stage sits in the pipeline of `l`, which pp, vpp and the split alone decide. Counts of layers.
+struct stage_place {
+  int stage = 0;
+  std::int64_t layers = 0;         // stage_layers
+  std::int64_t moe_layers = 0;     // of those, MoE layers (stage_moe_layers)
+  std::int64_t largest_chunk = 0;  // the most layers of one model chunk (largest_chunk_layers)
+  bool first = false, last = false;
+};
+// Returns the place of stage `stage` of `l`.
+stage_place place_of(const problem& p, const param_counts& pc, const layout& l, int stage);
+
+// A stage's activations under l.recompute: layer counts and bytes.
+struct stage_activation_terms {
+  std::int64_t layer_activations = 0;      // layers x chunks whose activations are alive at once (a count)
+  std::int64_t moe_layer_activations = 0;  // of those, MoE layers' (a count)
+  std::int64_t embedding = 0;              // bytes: first stage, the embedding's per micro-batch in flight
+  std::int64_t mtp = 0;                    // bytes: last stage, its MTP modules' per micro-batch in flight
+  std::int64_t activations = 0;            // bytes: the layers' + embedding + mtp
+};
+// Returns the activations of stage `s` of `l` under l.recompute; `sh` gives the micro-batches. No
+// allocation up to 16 model chunks a stage.
+stage_activation_terms stage_activations(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                                         const peak_sums& peaks, const layout& l, const stage_place& s,
+                                         const layout_shares& sh);
+// Returns stage `s`'s backward working set under l.recompute, bytes: a layer's (the larger kind's where the
+// stage holds MoE layers; none's under full_every_N when the stage recomputes no layer) plus
+// `unsharded_grad`.
+std::int64_t stage_working_set(const peak_sums& peaks, const layout& l, const stage_place& s,
+                               std::int64_t unsharded_grad);
+
 // Returns the breakdown of one stage, given the precomputed per-layer sums. No allocation: this is the
 // inner loop of --suggest.
 stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l, int stage);
+// The same for a stage whose place and layout shares are known.
+stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const peak_sums& peaks, const layout& l, const stage_place& s,
+                               const layout_shares& sh);
 
-// Returns the stage with the largest decisive total. Only the first and the last stage can be the worst:
-// middle stages hold the same layers, fewer micro-batches in flight, and neither embedding nor output layer.
+// Returns whether middle stage `a` holds at least what middle stage `b` after it holds, whatever the
+// recompute mode and ZeRO stage: the same layers of the same kinds in each model chunk (so the same
+// parameters, transient and working set) and, earlier in the pipeline, at least as many copies of each in
+// flight (1F1B: min(pp - k, M); interleaved, a warm-up of more forwards over the same order of chunks).
+bool middle_stage_dominates(const problem& p, const param_counts& pc, const layout& l, const stage_place& a,
+                            const stage_place& b);
+
+// Calls visit(place) for every stage of `l` that can be the worst, in pipeline order: the first and the last
+// alone where the middle stages are dominated (a dense model, middle_stages_dominated); otherwise every stage
+// but a middle one that an earlier middle stage dominates (middle_stage_dominates; only where the decisive
+// total grows with activations, total_grows_with_activations, and among the first 16 stages kept).
+template <class Visit>
+void for_each_worst_candidate(const problem& p, const param_counts& pc, const layout& l, Visit&& visit) {
+  visit(place_of(p, pc, l, 0));
+  if (l.pp == 1) return;
+  if (middle_stages_dominated(p, l) && !p.model.moe.enabled()) {
+    visit(place_of(p, pc, l, l.pp - 1));
+    return;
+  }
+  const bool skip = total_grows_with_activations(p.device);
+  stage_place kept[16];
+  std::size_t n = 0;
+  for (int k = 1; k < l.pp; ++k) {
+    const stage_place s = place_of(p, pc, l, k);
+    if (!s.last && skip) {
+      bool dominated = false;
+      for (std::size_t i = 0; i < n && !dominated; ++i) dominated = middle_stage_dominates(p, pc, l, kept[i], s);
+      if (dominated) continue;
+      if (n < std::size(kept)) kept[n++] = s;
+    }
+    visit(s);
+  }
+}
+
+// Returns the stage with the largest decisive total (the first such), among for_each_worst_candidate's.
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l);
 

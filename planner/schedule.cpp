@@ -81,6 +81,10 @@ std::int64_t chunk_first_layer(const problem& p, const layout& l, int stage, std
 }
 
 std::int64_t first_layer_of(const problem& p, const layout& l, int stage) {
+  if (p.training.split.is_balanced()) {  // stages before `stage`: L / pp each, the first L mod pp one more
+    const std::int64_t L = p.model.layers;
+    return stage * (L / l.pp) + std::min<std::int64_t>(stage, L % l.pp);
+  }
   std::int64_t first = 0;
   for (int k = 0; k < stage; ++k) first += stage_layers(p, l, k);
   return first;
@@ -201,14 +205,16 @@ void walk_interleaved(const layout& l, int stage, std::int64_t microbatches, For
 
 }  // namespace
 
-std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
-                                            const std::vector<std::int64_t>& chunk_bytes) {
+void peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
+                       std::span<const std::int64_t> chunk_bytes, std::span<std::int64_t> copies,
+                       std::span<std::int64_t> alive) {
   const auto v = static_cast<std::size_t>(l.vpp);
-  std::vector<std::int64_t> copies(v, 0), alive(v, 0);
+  std::fill_n(copies.begin(), v, 0);
   if (v <= 1) {
     copies[0] = chunks_in_flight(l, stage, microbatches);
-    return copies;
+    return;
   }
+  std::fill_n(alive.begin(), v, 0);
   std::int64_t bytes = 0, most = -1;
   walk_interleaved(
       l, stage, microbatches,
@@ -221,8 +227,15 @@ std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int
         bytes -= chunk_bytes[static_cast<std::size_t>(c)];
       },
       [&] {
-        if (bytes > most) most = bytes, copies = alive;
+        if (bytes > most) most = bytes, std::copy_n(alive.begin(), v, copies.begin());
       });
+}
+
+std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
+                                            const std::vector<std::int64_t>& chunk_bytes) {
+  const auto v = static_cast<std::size_t>(std::max(1, l.vpp));
+  std::vector<std::int64_t> copies(v, 0), alive(v, 0);
+  peak_chunk_copies(l, stage, microbatches, chunk_bytes, copies, alive);
   return copies;
 }
 

@@ -24,6 +24,14 @@ constexpr bool fits_in(std::int64_t decisive, std::int64_t capacity) {
   return decisive <= capacity;
 }
 
+// Returns whether a stage's decisive total on device `d` never falls as its activations grow, its other terms
+// the same: the reserve is fixed, or its fragmentation and activation terms are not negative. Where it
+// holds, a stage that keeps at least another's activations, all else equal, is at least as full
+// (for_each_worst_candidate, estimate.hpp).
+inline bool total_grows_with_activations(const device_spec& d) {
+  return d.reserve.fixed_only() || (d.reserve.fragmentation >= 0 && d.reserve.activation_extra >= 0);
+}
+
 // One stage's rank: the terms the analytic model adds up (estimate.hpp derives each), in bytes.
 struct stage_terms {
   std::int64_t persistent = 0;    // params + grads + master + optimizer kept on the GPU

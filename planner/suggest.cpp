@@ -121,7 +121,12 @@ void layout_search::precompute_pipeline(std::optional<bad_input>& first_error) {
     x.where.gpus = smallest_grid(x.where);
     auto e = layout_error(m_problem, x.where);
     if (e && !first_error && m_pipeline.as_plan_builds(c, x.where)) first_error = e;
-    if (!e) m_pipelines.push_back({c, x.where.gpus});
+    if (e) continue;
+    // The stages to evaluate: which can be the worst depends on pp, vpp and the split alone.
+    const std::size_t first = m_places.size();
+    for_each_worst_candidate(m_problem, m_params, x.where, [&](const stage_place& s) { m_places.push_back(s); });
+    // Its own ranks are pp: the replicas it was checked with may come from cp (dp * cp divisible by them).
+    m_pipelines.push_back({c, x.where.pp, first, m_places.size() - first});
   }
 }
 
@@ -157,10 +162,19 @@ const problem& layout_search::problem_of(const candidate& c) const {
 
 // The decisive total of a layout's worst stage, computed from the stage pieces of estimate.hpp and the
 // verdict of stage_terms.hpp without a stage_breakdown: the search's inner loop. evaluate_worst() gives
-// the same figure (suggest_test checks).
+// the same figure from the same pieces and the same stages (suggest_test, search_agrees_test check).
 struct layout_search::fast_total {
   std::int64_t decisive = 0;
   bool fits = false;
+};
+
+// What one (variant, pipeline) keeps for its inner levels, per stage to evaluate (pipeline::places): found
+// once per search call, reused for every pair.
+struct layout_search::scratch {
+  std::vector<rank_params> on_rank;
+  std::vector<std::int64_t> persistent, transient;
+  std::vector<std::int64_t> activations;  // [activation combination][stage]
+  std::vector<unsigned char> found;       // per activation combination: its activations are found
 };
 
 // Runs `visit(layout, variant, fast_total)` over every valid layout on `gpus`, level by level (ledger,
@@ -173,77 +187,80 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
   l.gpus = gpus;
   // The pipelines whose ranks divide N, found once per N rather than once per variant.
   std::vector<pipeline> pipes;
+  std::size_t most_places = 0;
   for (const auto& q : m_pipelines)
-    if (q.ranks <= gpus && gpus % q.ranks == 0) pipes.push_back(q);
+    if (q.ranks <= gpus && gpus % q.ranks == 0) pipes.push_back(q), most_places = std::max(most_places, q.places);
+  scratch w;
+  w.on_rank.resize(most_places);
+  w.persistent.resize(most_places);
+  w.transient.resize(most_places);
+  w.activations.resize(most_places * m_activation.size());
+  w.found.resize(m_activation.size());
   for (const auto& v : m_variants) {
     if (monotone_first_only && !v.monotone_first) continue;
     const problem& p = m_problems[v.problem];
-    const device_spec& device = p.device;
     m_ledger.apply(v.combo, x);
     for (const pipeline& q : pipes) {
       const std::int64_t tpc = v.ranks * q.ranks;  // tp * pp * cp, before anything is set
       if (tpc > gpus || gpus % tpc) continue;
       m_pipeline.apply(q.combo, x);
       if (!m_ledger.rules_hold(p, l) || !m_pipeline.rules_hold(p, l) || !expert_grid_fits(l)) continue;
-      const std::int64_t M = microbatches_per_step(p, l);
-      if (!batch_splits(p, l) || !schedule_runs(l, M)) continue;  // schedule_error()'s rules
-      // An explicit split or a MoE model (stages of different layer kinds): every stage, the slow path.
-      const bool exact = !middle_stages_dominated(p, l) || p.model.moe.enabled() || uneven_chunks(p, l) ||
-                         p.model.moe.mtp_layers > 0;
-      // The pieces that depend on neither the state nor the activation level, for the first and the last
-      // stage.
-      struct stage_piece {
-        std::int64_t layers;
-        rank_params params_on_rank;
-        std::int64_t chunks, embedding;
-      } pieces[2];
-      const int nstages = l.pp == 1 ? 1 : 2;
-      for (int k = 0; k < nstages; ++k) {
-        const int stage = k == 0 ? 0 : l.pp - 1;
-        auto& y = pieces[k];
-        y.layers = stage_layers(p, l, stage);
-        y.params_on_rank = stage_params_on_rank(p, m_params, l, stage, y.layers, 0);
-        y.chunks = chunks_in_flight(l, stage, M) * (y.layers / l.vpp);
-        y.embedding =
-            stage == 0 && v.peaks.first_stage ? embeddings_in_flight(l, M) * v.peaks.first_stage : 0;
-      }
-      const std::uint64_t state_axes = m_state.applying(l);
-      for (std::size_t z = 0; z < m_state.size(); ++z) {
-        if (!m_state.applies(z, state_axes)) continue;
-        m_state.apply(z, x);
-        if (!m_state.rules_hold(p, l)) continue;
-        stage_terms terms[2];
-        for (int k = 0; k < nstages; ++k) {
-          terms[k].transient =
-              stage_transient(p, m_params, l, pieces[k].layers / l.vpp, pieces[k].params_on_rank);
-          terms[k].persistent = persistent_bytes(p, l, pieces[k].params_on_rank);
-          terms[k].output_phase = k == nstages - 1 ? v.peaks.output_phase : 0;
-        }
-        const std::int64_t tokens = device.reserve.fixed_only() ? 0 : reserve_tokens(p, l);
-        const std::int64_t ugrad = unsharded_layer_grad_bytes(p, m_params, l);
-        const std::uint64_t activation_axes = m_activation.applying(l);
-        for (std::size_t r = 0; r < m_activation.size(); ++r) {
-          if (!m_activation.applies(r, activation_axes)) continue;
-          m_activation.apply(r, x);
-          if (!m_activation.rules_hold(p, l)) continue;
-          fast_total t;
-          if (exact) {
-            t.decisive = evaluate_worst(p, m_params, v.sums, v.peaks, l).decisive_total();
-          } else {
-            const std::int64_t per_layer = v.sums.of(l.recompute);
-            const std::int64_t ws = v.peaks.working_set_of(l.recompute) + ugrad;
-            for (int k = 0; k < nstages; ++k) {
-              terms[k].activations = saturating_mul(pieces[k].chunks, per_layer) + pieces[k].embedding;
-              terms[k].working_set = ws;
-              t.decisive = std::max(t.decisive, terms[k].decisive_total(device, tokens));
-            }
-          }
-          t.fits = fits_in(t.decisive, device.capacity);
-          if (!visit(l, v, t)) return;
-        }
-      }
+      if (!batch_splits(p, l) || !schedule_runs(l, microbatches_per_step(p, l))) continue;  // schedule_error()
+      if (!visit_states(x, v, q, w, visit)) return;
     }
   }
+}
+
+// The state and activation levels of one (variant, pipeline) whose layout `x` is valid: each stage's
+// parameters once, its state once per ZeRO stage, its activations once per recompute mode. Returns false
+// when `visit` stopped the search.
+template <class Visit>
+bool layout_search::visit_states(search_point& x, const variant& v, const pipeline& q, scratch& w,
+                                 Visit& visit) const {
+  layout& l = x.where;
+  const problem& p = m_problems[v.problem];
+  const device_spec& device = p.device;
+  const stage_place* places = m_places.data() + q.first_place;
+  const std::size_t n = q.places;
+  layout_shares sh = shares_of(p, m_params, l);  // its unsharded gradients are the ZeRO stage's, below
+  for (std::size_t i = 0; i < n; ++i)
+    w.on_rank[i] = stage_params_on_rank(p, m_params, l, places[i].stage, places[i].layers, places[i].moe_layers);
+  std::fill(w.found.begin(), w.found.end(), 0);
+  const std::uint64_t state_axes = m_state.applying(l);
+  for (std::size_t z = 0; z < m_state.size(); ++z) {
+    if (!m_state.applies(z, state_axes)) continue;
+    m_state.apply(z, x);
+    if (!m_state.rules_hold(p, l)) continue;
+    sh.unsharded_grad = unsharded_layer_grad_bytes(p, m_params, l);
+    for (std::size_t i = 0; i < n; ++i) {
+      w.persistent[i] = persistent_bytes(p, l, w.on_rank[i], sh);
+      w.transient[i] = stage_transient(p, m_params, l, places[i].largest_chunk, w.on_rank[i]);
+    }
+    const std::uint64_t activation_axes = m_activation.applying(l);
+    for (std::size_t r = 0; r < m_activation.size(); ++r) {
+      if (!m_activation.applies(r, activation_axes)) continue;
+      m_activation.apply(r, x);
+      if (!m_activation.rules_hold(p, l)) continue;
+      // No state-level axis changes a stage's activations (search_space.hpp): found once per mode.
+      std::int64_t* activations = w.activations.data() + r * n;
+      if (!w.found[r]) {
+        for (std::size_t i = 0; i < n; ++i)
+          activations[i] = stage_activations(p, m_params, v.sums, v.peaks, l, places[i], sh).activations;
+        w.found[r] = 1;
+      }
+      fast_total t;
+      for (std::size_t i = 0; i < n; ++i) {
+        const stage_terms terms{w.persistent[i], w.transient[i], activations[i],
+                                stage_working_set(v.peaks, l, places[i], sh.unsharded_grad),
+                                places[i].last ? v.peaks.output_phase : 0};
+        t.decisive = i == 0 ? terms.decisive_total(device, sh.tokens)
+                            : std::max(t.decisive, terms.decisive_total(device, sh.tokens));
+      }
+      t.fits = fits_in(t.decisive, device.capacity);
+      if (!visit(l, v, t)) return false;
+    }
+  }
+  return true;
 }
 
 suggestion layout_search::suggest(int gpus) const {
@@ -397,13 +414,12 @@ min_gpus_result min_gpus(const layout_search& search, int max_gpus) {
   if (!r.n_min) return r;
   r.at_min = search.suggest(*r.n_min);
   r.evaluated += r.at_min->evaluated;
-  int pow2 = 1;
-  while (pow2 < *r.n_min) pow2 *= 2;
-  for (; pow2 <= max_gpus; pow2 *= 2) {
-    if (search.any_fits(pow2, r.evaluated)) {
-      r.n_pow2 = pow2;
-      r.at_pow2 = search.suggest(pow2);
-      r.evaluated += r.at_pow2->evaluated;
+  const int node = search.the_problem().device.gpus_per_node;
+  for (int n = whole_node_count(*r.n_min, node); n <= max_gpus; n = whole_node_count(n + 1, node)) {
+    if (search.any_fits(n, r.evaluated)) {
+      r.n_nodes = n;
+      r.at_nodes = search.suggest(n);
+      r.evaluated += r.at_nodes->evaluated;
       break;
     }
   }

@@ -1,5 +1,5 @@
 // suggest.hpp: searching layouts. --suggest enumerates every valid layout for N GPUs and ranks those that
-// fit; --min-gpus finds the smallest N (and power of two) with a fitting layout; the state bound proves
+// fit; --min-gpus finds the smallest N (and whole-node count) with a fitting layout; the state bound proves
 // when no layout can exist. The search space is data (search_space.hpp): a list of axes (tp, cp, sp,
 // micro-batch, pp, vpp, ZeRO stage, recompute), each with the values it takes, whether the user fixed it,
 // what it sets and at which level it acts; the constraints between them are layout_error() and
@@ -97,12 +97,16 @@ class layout_search {
   struct pipeline {
     std::size_t combo;   // index into m_pipeline
     std::int64_t ranks;  // the tp * pp * cp it contributes (pp): N must be a multiple
+    std::size_t first_place, places;  // its stages that can be the worst: m_places[first_place, + places)
   };
   struct fast_total;
+  struct scratch;
   void precompute_ledger(std::optional<bad_input>& first_error);
   void precompute_pipeline(std::optional<bad_input>& first_error);
   template <class Visit>
   void for_each_layout(int gpus, bool monotone_first_only, Visit&& visit) const;
+  template <class Visit>
+  bool visit_states(search_point& x, const variant& v, const pipeline& q, scratch& w, Visit& visit) const;
 
   problem m_problem;
   search_axes m_axes;
@@ -114,6 +118,7 @@ class layout_search {
   std::vector<problem> m_problems;                          // one per micro-batch value, in the axis' order
   std::vector<variant> m_variants;
   std::vector<pipeline> m_pipelines;
+  std::vector<stage_place> m_places;  // every pipeline's stages that can be the worst (pipeline::first_place)
 };
 
 struct min_gpus_result {
@@ -123,8 +128,8 @@ struct min_gpus_result {
   double strict_bound = 0;                      // Ψ-state / usable: no activations at all
   int first_candidate = 0;                      // ceil(strict_bound): no smaller N can fit
   std::optional<int> n_min;                     // the smallest N with a fitting layout
-  std::optional<int> n_pow2;                    // the smallest power of two with a fitting layout
-  std::optional<suggestion> at_min, at_pow2;
+  std::optional<int> n_nodes;  // the smallest whole-node count with a fitting layout (whole_node_count)
+  std::optional<suggestion> at_min, at_nodes;
   std::int64_t evaluated = 0;
   std::int64_t per_rank_floor = 0;  // layout_search::per_rank_floor()
   bool floor_proves_none = false;   // the floor exceeds the capacity: no N was searched
