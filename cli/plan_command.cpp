@@ -17,6 +17,7 @@
 #include "planner/estimate.hpp"
 #include "planner/explain.hpp"
 #include "planner/model_files.hpp"
+#include "launch_levers.hpp"
 #include "launch_options.hpp"
 #include "planner/gpu_types.hpp"
 #include "planner/advice.hpp"
@@ -179,7 +180,7 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
       ->delimiter(',');
   c->add_flag("--explain", o.explain, "Derive every figure for this case");
   c->add_flag("--suggest", o.suggest, "Search every layout for N GPUs and rank those that fit");
-  c->add_flag("--min-gpus", o.min_gpus, "Find the smallest N (and power of two) with a fitting layout");
+  c->add_flag("--min-gpus", o.min_gpus, "Find the smallest N (and the smallest in whole nodes) with a fitting layout");
   c->add_option("--top", o.top, "Rows of --suggest / --min-gpus tables (0 = all)")->capture_default_str();
   c->add_option("--max-gpus", o.max_gpus, "Upper limit of the --min-gpus search")->capture_default_str();
   c->add_option("--tflops", o.costs.tflops, "Ranking: dense bf16 TFLOP/s per GPU")->capture_default_str();
@@ -414,7 +415,8 @@ int run_suggest(plan_run& r) {
   for (const auto& name : r.o.recipes) recipes.push_back(load_recipe(name));
   const auto s = suggest_across(r.p, r.axes, r.o.costs, *r.o.gpus, recipes, r.o.allow_offload);
   std::optional<advice> why_not;
-  if (s.fitting.empty()) why_not = advise_search(r.p, r.axes, r.o.costs, s, r.o.max_gpus);
+  if (s.fitting.empty())
+    why_not = advise_search(r.p, r.axes, r.o.costs, s, r.o.max_gpus, launch_spelling(r.o));
   if (!r.json_path.empty()) {
     nlohmann::json j = suggest_json(r.p, s);
     if (why_not) j["advice"] = advice_json(*why_not);
@@ -497,7 +499,7 @@ int run_one_layout(plan_run& r) {
   const std::optional<emulation_check> emulated = emulate_worst(r.p, b, r.o);
   const std::int64_t spread = r.uncertainty(b.where, b.worst_stage());
   std::optional<advice> why_not;
-  if (!b.fits()) why_not = advise_plan(r.p, b);
+  if (!b.fits()) why_not = advise_plan(r.p, b, launch_spelling(r.o));
   if (!r.json_path.empty()) {
     nlohmann::json j = plan_json(r.p, b);
     if (why_not) j["advice"] = advice_json(*why_not);

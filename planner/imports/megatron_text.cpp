@@ -510,13 +510,18 @@ launch_text read_yaml(const std::string& text, const std::string& origin, var_ma
                                       : throw bad_input(origin + "." + key, "holds a nested value"));
     else if (!kv.second.IsNull())
       throw bad_input(origin + "." + key, "holds a mapping, not a value");
-    if (values.size() == 1 && values[0] == "false") continue;
-    out.args.push_back({key, {}});
-    if (values.size() == 1 && values[0] == "true") continue;
+    // envsubst runs before yq there, so a value that becomes `false` once its variables are set drops the
+    // flag too (runtime.conf's LAYERS_PER_VP=false without interleaving), and one that becomes `true` is bare.
+    std::vector<shell_word> words;
     for (const auto& v : values) {
-      auto words = x.expand_plain(v);
-      out.args.insert(out.args.end(), words.begin(), words.end());
+      auto w = x.expand_plain(v);
+      words.insert(words.end(), w.begin(), w.end());
     }
+    const bool one_word = values.size() == 1 && words.size() == 1 && words[0].unresolved.empty();
+    if (one_word && words[0].text == "false") continue;
+    out.args.push_back({key, {}});
+    if (one_word && words[0].text == "true") continue;
+    out.args.insert(out.args.end(), words.begin(), words.end());
   }
   append_dispatcher(vars, out);
   append_uneven_split(vars, out);

@@ -1,0 +1,16 @@
+// launch_levers.hpp: how the advice under a verdict names a setting that an imported launch states. The flag
+// itself would be refused there (launch_options.cpp, check_agrees: a flag that contradicts the file), so each
+// lever is spelt as the launch changes it: Megatron's flag appended to --megatron-args, a torchtitan
+// override, or the DeepSpeed JSON's key. A setting the launch cannot state gets no lever.
+#pragma once
+
+#include "plan_command.hpp"
+#include "planner/advice.hpp"
+
+namespace headroom::cli {
+
+// Returns the spelling for the advice of a plan whose options `o` an import filled (o.imported); an empty
+// function (the flags as they are) when no launch was imported.
+flag_spelling launch_spelling(const plan_options& o);
+
+}  // namespace headroom::cli
