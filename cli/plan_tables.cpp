@@ -316,7 +316,7 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
       << " layouts evaluated)\n";
     return;
   }
-  auto show = [&](const char* what, int n, const suggestion& s) {
+  auto show = [&](const std::string& what, int n, const suggestion& s) {
     o << "\n"
       << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
     const std::size_t aw = axes_width_of(s);
@@ -333,7 +333,10 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
     write_peak_note(o, peak);
   };
   show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
-  if (r.n_pow2) show("smallest power of two with a fitting layout", *r.n_pow2, *r.at_pow2);
+  if (r.n_nodes)
+    show("smallest count in whole nodes of " + std::to_string(p.device.gpus_per_node) +
+             " with a fitting layout (--gpus-per-node)",
+         *r.n_nodes, *r.at_nodes);
   o << "\n" << r.evaluated << " layouts evaluated in all\n";
 }
 
@@ -345,10 +348,12 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
   j["first_candidate"] = r.first_candidate;
   if (r.at_min) j["search_space"] = space_json(r.at_min->space);
   j["min_gpus"] = r.n_min ? nlohmann::json(*r.n_min) : nlohmann::json(nullptr);
-  j["min_gpus_power_of_two"] = r.n_pow2 ? nlohmann::json(*r.n_pow2) : nlohmann::json(nullptr);
+  // "min_gpus_power_of_two" and "best_at_power_of_two" before issue 33: a power of two ignored 8-GPU nodes.
+  j["min_gpus_whole_nodes"] = r.n_nodes ? nlohmann::json(*r.n_nodes) : nlohmann::json(nullptr);
+  j["gpus_per_node"] = p.device.gpus_per_node;
   if (r.at_min && !r.at_min->fitting.empty()) j["best_at_min"] = candidate_json(p, r.at_min->fitting.front());
-  if (r.at_pow2 && !r.at_pow2->fitting.empty())
-    j["best_at_power_of_two"] = candidate_json(p, r.at_pow2->fitting.front());
+  if (r.at_nodes && !r.at_nodes->fitting.empty())
+    j["best_at_whole_nodes"] = candidate_json(p, r.at_nodes->fitting.front());
   j["evaluated"] = r.evaluated;
   return j;
 }

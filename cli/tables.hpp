@@ -71,7 +71,7 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
 nlohmann::json suggest_json(const problem& p, const suggestion& s);
 void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s);
 
-// --min-gpus: the derivation, the smallest N and power of two, and the best layouts there.
+// --min-gpus: the derivation, the smallest N and whole-node count, and the best layouts there.
 void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top);
 nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r);
 

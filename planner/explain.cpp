@@ -434,7 +434,10 @@ std::string explain_min_gpus(const problem& p, const min_gpus_result& r) {
   if (room > 0 && std::isfinite(r.activation_room_bound) && r.activation_room_bound < 1e12) {
     o << "  N >= " << fixed(state, 1) << " / " << fixed(room, 1) << " = " << fixed(r.activation_room_bound, 1)
       << "   ->  N >= " << static_cast<long long>(std::ceil(r.activation_room_bound - 1e-9));
-    if (r.n_pow2) o << "  ->  N = " << *r.n_pow2 << " (power of two)";
+    const int first = static_cast<int>(std::min(std::ceil(r.activation_room_bound - 1e-9), 1e9));
+    const int gpn = p.device.gpus_per_node, whole = whole_node_count(first, gpn);
+    if (whole != first)
+      o << "  ->  N >= " << whole << " in whole nodes of " << gpn << " (--gpus-per-node)";
     o << "\n";
   } else {
     o << "  no room is left for state at tp=1: this form of the bound gives no N\n";

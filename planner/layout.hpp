@@ -270,6 +270,17 @@ struct problem {
   device_spec device;
 };
 
+// Returns the smallest GPU count of at least `n` that a job takes in whole nodes of `gpus_per_node`: within
+// one node a count that divides it (1, 2, 4, 8 for nodes of 8), beyond one a multiple of it (16, 24, 32, ...).
+// --min-gpus rounds to it, and says so.
+constexpr int whole_node_count(int n, int gpus_per_node) {
+  if (gpus_per_node < 1) return n;
+  if (n > gpus_per_node) return (n + gpus_per_node - 1) / gpus_per_node * gpus_per_node;
+  int d = n < 1 ? 1 : n;
+  while (gpus_per_node % d != 0) ++d;
+  return d;
+}
+
 // Bounds on counts a user gives (README, limits): beyond them a number is a typo, and the search's cost grows
 // with them. GPUs in a job; GPUs per node (the search tries every tp up to it).
 inline constexpr int max_gpus = 10'000'000;

@@ -180,7 +180,7 @@ TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
       << r.out;
   EXPECT_NE(r.out.find("N = 16 (25 of 213 layouts fit)"), std::string::npos);
   int rows16 = 0;
-  const auto at16 = r.out.find("smallest power of two");
+  const auto at16 = r.out.find("smallest count in whole nodes of 8");
   std::istringstream rest(r.out.substr(at16));
   for (std::string line; std::getline(rest, line);)
     rows16 += line.find("  yes  ") != std::string::npos || line.find("  tight  ") != std::string::npos;

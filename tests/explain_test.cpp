@@ -56,7 +56,7 @@ TEST(Explain, MinGpus) {
   auto p = preset_problem("gpt3-175b");
   auto r = min_gpus(layout_search(p, {}, {}), 64);
   auto t = explain_min_gpus(p, r);
-  EXPECT_TRUE(has(t, "N >= 2607.7 / 177.5 = 14.7   ->  N >= 15  ->  N = 16 (power of two)")) << t;
+  EXPECT_TRUE(has(t, "N >= 2607.7 / 177.5 = 14.7   ->  N >= 15  ->  N >= 16 in whole nodes of 8 (--gpus-per-node)")) << t;
 }
 
 }  // namespace

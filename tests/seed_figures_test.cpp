@@ -78,8 +78,8 @@ TEST(SeedFigures, E_MinimumGpuCount) {
   EXPECT_DOUBLE_EQ(rounded_gib(r.full_recompute_activations), 4.5);
   ASSERT_TRUE(r.n_min);
   EXPECT_EQ(*r.n_min, 15);
-  ASSERT_TRUE(r.n_pow2);
-  EXPECT_EQ(*r.n_pow2, 16);
+  ASSERT_TRUE(r.n_nodes);
+  EXPECT_EQ(*r.n_nodes, 16);  // the seed's power of two, and two whole nodes of 8
 
   auto w = worst(p, make_layout(16, 3, full));
   EXPECT_DOUBLE_EQ(rounded_gib(w.persistent), 163.0);

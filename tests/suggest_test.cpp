@@ -120,7 +120,22 @@ TEST(MinGpus, SmallModelFitsOnOne) {
   auto r = min_gpus(search, 64);
   ASSERT_TRUE(r.n_min);
   EXPECT_EQ(*r.n_min, 1);
-  EXPECT_EQ(*r.n_pow2, 1);
+  EXPECT_EQ(*r.n_nodes, 1);
+}
+
+// --min-gpus rounds to whole nodes: within a node a count that divides it, beyond one a multiple of it.
+TEST(MinGpus, WholeNodeCounts) {
+  EXPECT_EQ(whole_node_count(1, 8), 1);
+  EXPECT_EQ(whole_node_count(3, 8), 4);
+  EXPECT_EQ(whole_node_count(5, 8), 8);
+  EXPECT_EQ(whole_node_count(7, 8), 8);
+  EXPECT_EQ(whole_node_count(8, 8), 8);
+  EXPECT_EQ(whole_node_count(9, 8), 16);
+  EXPECT_EQ(whole_node_count(17, 8), 24);  // not 32: a power of two would skip three nodes
+  EXPECT_EQ(whole_node_count(33, 8), 40);
+  EXPECT_EQ(whole_node_count(3, 4), 4);
+  EXPECT_EQ(whole_node_count(5, 4), 8);
+  EXPECT_EQ(whole_node_count(5, 6), 6);
 }
 
 TEST(MinGpus, OneTrillionIsFoundAndConsistent) {
@@ -133,8 +148,9 @@ TEST(MinGpus, OneTrillionIsFoundAndConsistent) {
   if (*r.n_min > r.first_candidate) {
     EXPECT_TRUE(search.suggest(*r.n_min - 1).fitting.empty());
   }
-  ASSERT_TRUE(r.n_pow2);
-  EXPECT_EQ(*r.n_pow2 & (*r.n_pow2 - 1), 0);
+  ASSERT_TRUE(r.n_nodes);
+  EXPECT_EQ(*r.n_nodes % p.device.gpus_per_node, 0);
+  EXPECT_GE(*r.n_nodes, *r.n_min);
 }
 
 TEST(MinGpus, ReportsNothingWithinTheLimit) {
