@@ -1,6 +1,8 @@
 // search_bench.cpp: how fast the planner evaluates layouts and searches them (korthikanti-1t, the largest
-// preset). Targets (issue 2): >= 10 million layout evaluations per second on one core; the whole
-// minimum-GPU search over N up to 16,384 under one second.
+// preset; DeepSeek-V3 and Qwen3-30B-A3B for the mixture-of-experts axes). Targets (issues 2 and 30): >= 10
+// million layout evaluations per second on one core, MoE axes (ep, expert tp, expert data parallelism, the
+// dispatcher) and HSDP included; the whole minimum-GPU search over N up to 16,384 under one second. Every
+// benchmark prints its rate as a layouts/s counter.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -12,6 +14,12 @@
 namespace {
 
 using namespace headroom;
+
+// Reports `layouts` evaluations as the benchmark's items and as its layouts/s counter (a rate).
+void count_layouts(benchmark::State& state, std::int64_t layouts) {
+  state.SetItemsProcessed(layouts);
+  state.counters["layouts/s"] = benchmark::Counter(static_cast<double>(layouts), benchmark::Counter::kIsRate);
+}
 
 problem one_trillion() {
   return default_problem(load_preset("korthikanti-1t", preset_dir()));
@@ -47,19 +55,22 @@ void BM_EvaluateLayout(benchmark::State& state) {
     benchmark::DoNotOptimize(evaluate_worst(p, pc, x.sums, x.peaks, x.l));
     if (++i == layouts.size()) i = 0;
   }
-  state.SetItemsProcessed(state.iterations());
+  count_layouts(state, static_cast<std::int64_t>(state.iterations()));
 }
 BENCHMARK(BM_EvaluateLayout);
 
 // Times search.suggest(N = the benchmark's argument); the items are the layouts evaluated.
+// Also counts the fitting layouts of one search (each gets its full breakdown and cost).
 void time_suggest(benchmark::State& state, const layout_search& search) {
-  std::int64_t evaluated = 0;
+  std::int64_t evaluated = 0, fitting = 0;
   for (auto _ : state) {
     auto s = search.suggest(static_cast<int>(state.range(0)));
     evaluated += s.evaluated;
+    fitting = static_cast<std::int64_t>(s.fitting.size());
     benchmark::DoNotOptimize(s);
   }
-  state.SetItemsProcessed(evaluated);
+  count_layouts(state, evaluated);
+  state.counters["fitting"] = static_cast<double>(fitting);
 }
 
 void BM_Suggest(benchmark::State& state) {
@@ -70,18 +81,60 @@ BENCHMARK(BM_Suggest)->Arg(512)->Arg(4096)->Unit(benchmark::kMillisecond);
 // --suggest for a mixture-of-experts model (DeepSeek-V3, 256 experts, MLA, MTP on the last stage, the
 // distributed optimizer) on 1,024 GPUs: ep and expert tp are searched too, and every stage is evaluated
 // (stages of different layer kinds), the slow path.
-void BM_SuggestMoe(benchmark::State& state) {
+problem deepseek_v3() {
   problem p = default_problem(load_preset("deepseek-v3", preset_dir()));
   p.precision = load_recipe("megatron-distopt");
   p.training.seq = 4096;
   p.training.global_batch = 8192;
   p.training.attention = attention_kind::flash;
   p.device.capacity = 80LL << 30;
+  return p;
+}
+
+void BM_SuggestMoe(benchmark::State& state) {
   search_axes axes;
   axes.zero = 1;
-  time_suggest(state, layout_search(p, axes, {}));
+  time_suggest(state, layout_search(deepseek_v3(), axes, {}));
 }
 BENCHMARK(BM_SuggestMoe)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// Every MoE axis at once on a model whose 48 layers interleave (Qwen3-30B-A3B, 128 experts): ep, expert tp,
+// micro-batch, tp, sp, pp, vpp, ZeRO and recompute searched, two HSDP replicas (expert data parallelism
+// sharded within each), the all-gather dispatcher and a calibrated reserve, on 256 GPUs.
+layout_search qwen3_every_axis() {
+  problem p = default_problem(load_preset("qwen3-30b-a3b", preset_dir()));
+  p.training.seq = 4096;
+  p.training.global_batch = 1024;
+  p.training.attention = attention_kind::flash;
+  p.training.routing.dispatcher = dispatcher_kind::allgather;
+  p.device.capacity = 80LL << 30;
+  p.device.reserve.fragmentation = 0.05;
+  search_axes axes;
+  axes.dp_replicate = 2;
+  return layout_search(p, axes, {});
+}
+
+void BM_SuggestMoeAxes(benchmark::State& state) {
+  time_suggest(state, qwen3_every_axis());
+}
+BENCHMARK(BM_SuggestMoeAxes)->Arg(256)->Unit(benchmark::kMillisecond);
+
+// The MoE search's inner loop alone: whether any layout fits, DeepSeek-V3 (every stage of its own layer
+// kinds) for every N from 1 to 1,024 and Qwen3-30B-A3B (every MoE axis, HSDP) from 1 to 256; at 80 GB
+// neither fits below a few hundred GPUs, so every layout of those N is evaluated.
+void BM_AnyFitsMoe(benchmark::State& state) {
+  search_axes axes;
+  axes.zero = 1;
+  const layout_search deepseek(deepseek_v3(), axes, {});
+  const layout_search qwen3 = qwen3_every_axis();
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    for (int n = 1; n <= 1024; ++n) benchmark::DoNotOptimize(deepseek.any_fits(n, evaluated));
+    for (int n = 1; n <= 256; ++n) benchmark::DoNotOptimize(qwen3.any_fits(n, evaluated));
+  }
+  count_layouts(state, evaluated);
+}
+BENCHMARK(BM_AnyFitsMoe)->Unit(benchmark::kMillisecond);
 
 // --min-gpus as the CLI runs it: from the strict bound upwards, then the power of two.
 void BM_MinGpus(benchmark::State& state) {
@@ -93,7 +146,7 @@ void BM_MinGpus(benchmark::State& state) {
     evaluated += r.evaluated;
     benchmark::DoNotOptimize(r);
   }
-  state.SetItemsProcessed(evaluated);
+  count_layouts(state, evaluated);
 }
 BENCHMARK(BM_MinGpus)->Unit(benchmark::kMillisecond);
 
@@ -107,7 +160,7 @@ void BM_AnyFits(benchmark::State& state) {
   for (auto _ : state) {
     for (int n = 1; n <= 2048; ++n) benchmark::DoNotOptimize(search.any_fits(n, evaluated));
   }
-  state.SetItemsProcessed(evaluated);
+  count_layouts(state, evaluated);
 }
 BENCHMARK(BM_AnyFits)->Unit(benchmark::kMillisecond);
 
@@ -124,7 +177,7 @@ void BM_SuggestEveryN(benchmark::State& state) {
       benchmark::DoNotOptimize(s);
     }
   }
-  state.SetItemsProcessed(evaluated);
+  count_layouts(state, evaluated);
 }
 BENCHMARK(BM_SuggestEveryN)->Unit(benchmark::kMillisecond);
 

@@ -191,13 +191,12 @@ stage_activation_terms interleaved_activations(const problem& p, const param_cou
                                                const layout& l, const stage_place& s, std::int64_t M,
                                                std::int64_t mtp) {
   const auto v = static_cast<std::size_t>(l.vpp);
-  // Five arrays of vpp entries: on the stack up to 16 chunks (the search tries up to 8), else on the heap.
+  // Four arrays of vpp entries: on the stack up to 16 chunks (the search tries up to 8), else on the heap.
   constexpr std::size_t small = 16;
-  std::int64_t on_stack[5 * small];
-  std::vector<std::int64_t> on_heap(v > small ? 5 * v : 0);
+  std::int64_t on_stack[4 * small];
+  std::vector<std::int64_t> on_heap(v > small ? 4 * v : 0);
   std::int64_t* base = v > small ? on_heap.data() : on_stack;
-  const std::span<std::int64_t> layers(base, v), moe(base + v, v), bytes(base + 2 * v, v), copies(base + 3 * v, v),
-      alive(base + 4 * v, v);
+  const std::span<std::int64_t> layers(base, v), moe(base + v, v), bytes(base + 2 * v, v), copies(base + 3 * v, v);
   const std::int64_t dense_bytes = per_layer.of(l.recompute), moe_bytes = peaks.moe_layer.of(l.recompute);
   for (std::size_t c = 0; c < v; ++c) {
     const auto chunk = static_cast<std::int64_t>(c);
@@ -206,7 +205,7 @@ stage_activation_terms interleaved_activations(const problem& p, const param_cou
     bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], dense_bytes), saturating_mul(moe[c], moe_bytes));
   }
   bytes[v - 1] = saturating_add(bytes[v - 1], mtp);  // the MTP modules run after the last chunk's layers
-  peak_chunk_copies(l, s.stage, M, bytes, copies, alive);
+  peak_chunk_copies(l, s.stage, M, bytes, copies);
   stage_activation_terms a;
   for (std::size_t c = 0; c < v; ++c) {
     a.layer_activations += copies[c] * layers[c];
@@ -331,6 +330,7 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
 
   s.working_set = stage_working_set(peaks, l, place, sh.unsharded_grad);
   s.output_phase = place.last ? peaks.output_phase : 0;
+  s.allocator_workspaces = p.device.allocator_workspaces;
   // The verdict (stage_terms.hpp): step peak, reserve, both totals, headroom.
   const stage_verdict v = judge(s.terms(), p.device, sh.tokens);
   s.step_peak = v.step_peak;

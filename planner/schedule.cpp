@@ -177,75 +177,82 @@ bool detail::middle_stages_dominated_in_split(const problem& p, const layout& l)
 
 namespace {
 
-// Walks stage `stage`'s share of Megatron's interleaved order (vpp > 1; forward step i runs chunk
-// (i mod pp*vpp) / pp, backward step j chunk vpp - 1 - (j mod pp*vpp) / pp): the warm-up forwards, then one
-// forward and one backward at a time. Calls forward(c) and backward(c) as a copy of chunk c's activations is
-// made and freed, and peak() after each steady-state forward, before its backward, where the stage holds the
-// most; the steady state repeats every pp*vpp steps, so two rounds of it find the most. When the warm-up runs
-// every forward (M * vpp within it), peak() once after it.
-template <class Forward, class Backward, class Peak>
-void walk_interleaved(const layout& l, int stage, std::int64_t microbatches, Forward forward, Backward backward,
-                      Peak peak) {
-  const std::int64_t pp = l.pp, v = l.vpp, total = microbatches * v, round = pp * v;
-  auto chunk = [&](std::int64_t i) { return (i % round) / pp; };
-  const std::int64_t warmup = std::min(warmup_chunks(l, stage), total);
-  std::int64_t next_f = 0;
-  for (; next_f < warmup; ++next_f) forward(chunk(next_f));
-  if (next_f == total) {
-    peak();
-    return;
+// Megatron's interleaved order (vpp > 1): forward step i runs chunk (i mod pp*vpp) / pp, backward step j chunk
+// vpp - 1 - (j mod pp*vpp) / pp. Stage k runs its warm-up forwards, then one forward and one backward at a
+// time, and holds the most after a steady-state forward, before its backward. Counted in closed form rather
+// than walked step by step: at steady step b the stage holds forwards [0, warm-up + b] less backwards
+// [0, b - 1] of each chunk.
+struct interleaved_order {
+  std::int64_t pp, vpp, round, total, warmup;
+
+  interleaved_order(const layout& l, int stage, std::int64_t microbatches)
+      : pp(l.pp), vpp(l.vpp), round(pp * vpp), total(microbatches * vpp),
+        warmup(std::min(warmup_chunks(l, stage), total)) {}
+  // Returns the copies of chunk `c` among the first `n` forwards.
+  std::int64_t forwards(std::int64_t n, std::int64_t c) const {
+    return n / round * pp + std::clamp<std::int64_t>(n % round - c * pp, 0, pp);
   }
-  const std::int64_t last_b = std::min(total, warmup + 2 * round + 1);
-  for (std::int64_t b = 0; b < last_b && next_f < total; ++b) {
-    forward(chunk(next_f++));
-    peak();
-    backward(v - 1 - chunk(b));
+  // Returns the copies of chunk `c` alive at steady step `b` (b < 0: after a warm-up that ran every forward).
+  std::int64_t alive(std::int64_t b, std::int64_t c) const {
+    if (b < 0) return forwards(total, c);
+    return forwards(warmup + b + 1, c) - forwards(b, vpp - 1 - c);  // a backward of chunk c is the
+                                                                     // forward order's chunk vpp - 1 - c
   }
-}
+  // Calls at(b), in increasing b, for each steady step at which the bytes held can first reach their most:
+  // from one step to the next they change by the bytes of the chunk forwarded less those of the chunk
+  // backwarded, which stay the same between the steps where either chunk changes (b a multiple of pp, or
+  // warm-up + b + 1 one), so the first most is at such a step, the first or the last; the order repeats
+  // every pp*vpp steps, so one round holds it. With no steady step, at(-1).
+  template <class At>
+  void each_candidate(At at) const {
+    const std::int64_t steps = std::min(total - warmup, round);
+    if (steps <= 0) {
+      at(-1);
+      return;
+    }
+    const std::int64_t shift = (pp - (warmup + 1) % pp) % pp;  // the first b with warm-up + b + 1 = 0 mod pp
+    for (std::int64_t base = 0; base < steps; base += pp) {
+      at(base);
+      if (shift > 0 && base + shift < steps) at(base + shift);
+    }
+    at(steps - 1);
+  }
+};
 
 }  // namespace
 
 void peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
-                       std::span<const std::int64_t> chunk_bytes, std::span<std::int64_t> copies,
-                       std::span<std::int64_t> alive) {
+                       std::span<const std::int64_t> chunk_bytes, std::span<std::int64_t> copies) {
   const auto v = static_cast<std::size_t>(l.vpp);
   std::fill_n(copies.begin(), v, 0);
   if (v <= 1) {
     copies[0] = chunks_in_flight(l, stage, microbatches);
     return;
   }
-  std::fill_n(alive.begin(), v, 0);
-  std::int64_t bytes = 0, most = -1;
-  walk_interleaved(
-      l, stage, microbatches,
-      [&](std::int64_t c) {
-        ++alive[static_cast<std::size_t>(c)];
-        bytes += chunk_bytes[static_cast<std::size_t>(c)];
-      },
-      [&](std::int64_t c) {
-        --alive[static_cast<std::size_t>(c)];
-        bytes -= chunk_bytes[static_cast<std::size_t>(c)];
-      },
-      [&] {
-        if (bytes > most) most = bytes, std::copy_n(alive.begin(), v, copies.begin());
-      });
+  const interleaved_order order(l, stage, microbatches);
+  std::int64_t most = -1, at_most = 0;
+  order.each_candidate([&](std::int64_t b) {
+    std::int64_t bytes = 0;
+    for (std::size_t c = 0; c < v; ++c) bytes += order.alive(b, static_cast<std::int64_t>(c)) * chunk_bytes[c];
+    if (bytes > most) most = bytes, at_most = b;
+  });
+  for (std::size_t c = 0; c < v; ++c) copies[c] = order.alive(at_most, static_cast<std::int64_t>(c));
 }
 
 std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
                                             const std::vector<std::int64_t>& chunk_bytes) {
   const auto v = static_cast<std::size_t>(std::max(1, l.vpp));
-  std::vector<std::int64_t> copies(v, 0), alive(v, 0);
-  peak_chunk_copies(l, stage, microbatches, chunk_bytes, copies, alive);
+  std::vector<std::int64_t> copies(v, 0);
+  peak_chunk_copies(l, stage, microbatches, chunk_bytes, copies);
   return copies;
 }
 
 std::int64_t embeddings_in_flight(const layout& l, std::int64_t microbatches) {
   if (l.vpp == 1) return chunks_in_flight(l, 0, microbatches);
   // Interleaved: the most chunk-0 forwards not yet matched by their chunk-0 backward.
-  std::int64_t alive = 0, most = 0;
-  walk_interleaved(
-      l, 0, microbatches, [&](std::int64_t c) { alive += c == 0; }, [&](std::int64_t c) { alive -= c == 0; },
-      [&] { most = std::max(most, alive); });
+  const interleaved_order order(l, 0, microbatches);
+  std::int64_t most = 0;
+  order.each_candidate([&](std::int64_t b) { most = std::max(most, order.alive(b, 0)); });
   return most;
 }
 

@@ -81,11 +81,9 @@ std::int64_t chunk_first_layer(const problem& p, const layout& l, int stage, std
 // equal chunks the copies sum to chunks_in_flight; with vpp = 1, {min(pp - k, M)}.
 std::vector<std::int64_t> peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
                                             const std::vector<std::int64_t>& chunk_bytes);
-// The same, written into `copies` (vpp entries) with `alive` (vpp entries) as scratch: no allocation, for
-// the search's inner loop.
+// The same, written into `copies` (vpp entries): no allocation, for the search's inner loop.
 void peak_chunk_copies(const layout& l, int stage, std::int64_t microbatches,
-                       std::span<const std::int64_t> chunk_bytes, std::span<std::int64_t> copies,
-                       std::span<std::int64_t> alive);
+                       std::span<const std::int64_t> chunk_bytes, std::span<std::int64_t> copies);
 
 // Returns whether no middle stage holds more layers than the first, so that only the first and the last
 // stage can be the worst (the search's fast path).

@@ -120,8 +120,8 @@ TEST(SearchAgrees, RandomMoeLayoutsFitAsPlanSays) {
       ++valid;
       interleaved += d.l.vpp > 1;
       hsdp += d.l.dp_replicate > 1;
-      expect_agrees(d, name + " " + axes_string(d.l) + " ep=" + std::to_string(d.l.ep) + " etp=" +
-                           std::to_string(d.l.etp) + " zero=" + std::to_string(d.l.zero) + " " +
+      expect_agrees(d, name + " " + axes_string(d.l) + " ep=" + std::to_string(d.l.ep) +
+                           " etp=" + std::to_string(d.l.etp) + " zero=" + std::to_string(d.l.zero) + " " +
                            to_string(d.l.recompute) + " replicas=" + std::to_string(d.l.dp_replicate));
     }
     EXPECT_GE(valid, 100) << name;
