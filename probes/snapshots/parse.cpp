@@ -6,6 +6,7 @@
 #include "planner/errors.hpp"
 #include "planner/large_buffers.hpp"
 #include "planner/model_files.hpp"
+#include "probes/snapshots/file_bytes.hpp"
 #include "probes/snapshots/snapshot.hpp"
 
 namespace headroom::probes {
@@ -397,12 +398,12 @@ torch_snapshot parse_snapshot(std::string_view bytes, const std::string& origin,
 }
 
 torch_snapshot load_snapshot(const std::string& path, const snapshot_limits& limits) {
-  std::string bytes = read_regular_file(path, limits.max_pickle_bytes, "a snapshot");
+  file_bytes bytes(path, limits.max_pickle_bytes, "a snapshot");
   const std::string origin = shown_name(path);
-  pdoc doc = read_document(bytes, origin, limits);
+  pdoc doc = read_document(bytes.view(), origin, limits);
   // The document holds its own copy of every string: the file's bytes are given back before the records
   // are read (80 MB of a million-event capture's peak resident memory).
-  std::string().swap(bytes);
+  bytes.release();
   return from_document(std::move(doc), origin, limits);
 }
 

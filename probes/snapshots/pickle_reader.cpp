@@ -149,6 +149,7 @@ class reader {
     // CPython's pickler memoizes every container and string: room for one entry per 16 bytes (real
     // snapshots hold about one per 25; a denser file grows the memo as a vector does).
     reserve_large(m_memo, std::min<std::size_t>(m_b.size() / 16 + 16, m_limits.max_memo));
+    m_stack.reserve(4096);
     while (true) {
       if (m_pos >= m_b.size()) fail("truncated: the stream ends before STOP");
       m_op_at = m_pos;
@@ -163,10 +164,10 @@ class reader {
           take(8);
           break;
         case '}':
-          push(make(pnode::kind::dict));
+          push_memoized(make(pnode::kind::dict));
           break;
         case ']':
-          push(make(pnode::kind::list));
+          push_memoized(make(pnode::kind::list));
           break;
         case ')':
           push(make(pnode::kind::tuple));
@@ -287,10 +288,8 @@ class reader {
           memo_put(le(4), top());
           break;
         case 'h':
-          push(memo_get(u8()));
-          break;
         case 'j':
-          push(memo_get(le(4)));
+          memo_gets(op);
           break;
         case '0':  // POP
           if (!m_marks.empty() && m_marks.back() == m_stack.size())
@@ -341,16 +340,21 @@ class reader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
+  // Out of line and cold, so the small readers below (take, push, make...) stay small enough to inline.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const std::string& what) const {
     throw bad_input(m_origin,
                     "not a readable snapshot pickle: " + what + " at byte " + std::to_string(m_op_at));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_count(const char* before, std::uint64_t n,
+                                                         const char* after) const {
+    fail(before + std::to_string(n) + after);
   }
   static std::string hex(unsigned v) {
     const char* d = "0123456789abcdef";
     return {d[(v >> 4) & 15], d[v & 15]};
   }
   std::string_view take(std::uint64_t n) {
-    if (n > m_b.size() - m_pos) fail("truncated: " + std::to_string(n) + " bytes wanted past the end");
+    if (n > m_b.size() - m_pos) fail_count("truncated: ", n, " bytes wanted past the end");
     auto s = m_b.substr(m_pos, static_cast<std::size_t>(n));
     m_pos += static_cast<std::size_t>(n);
     return s;
@@ -365,7 +369,7 @@ class reader {
   }
   std::uint32_t make(pnode::kind k, std::uint64_t v = 0, std::uint32_t n = 0, bool wide = false) {
     if (m_doc.nodes.size() >= m_limits.max_nodes)
-      fail("more than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
+      fail_count("more than ", m_limits.max_nodes, " values (the limit)");
     return add_node(m_doc, k, v, n, wide);
   }
   // Returns the one node of an immutable value, made on first use.
@@ -376,7 +380,7 @@ class reader {
   std::size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
   void push(std::uint32_t id) {
     if (m_stack.size() >= m_limits.max_nodes)
-      fail("a stack deeper than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
+      fail_count("a stack deeper than ", m_limits.max_nodes, " values (the limit)");
     m_stack.push_back(id);
   }
   std::uint32_t pop() {
@@ -428,12 +432,10 @@ class reader {
     if (n == 0) return push_int(0);
     const bool negative = static_cast<unsigned char>(raw[n - 1]) & 0x80;
     if (n <= 8) {
-      std::uint64_t v = negative ? ~std::uint64_t{0} : 0;
-      for (std::size_t k = 0; k < n; ++k) {
-        v &= ~(std::uint64_t{0xff} << (8 * k));
-        v |= std::uint64_t{static_cast<unsigned char>(raw[k])} << (8 * k);
-      }
-      return push_int(static_cast<std::int64_t>(v));
+      std::uint64_t v = 0;
+      for (std::size_t k = n; k-- > 0;) v = v << 8 | static_cast<unsigned char>(raw[k]);
+      const auto shift = static_cast<unsigned>(64 - 8 * n);  // n >= 1: sign-extends from the top byte read
+      return push_int(static_cast<std::int64_t>(v << shift) >> shift);
     }
     double f = 0;
     for (std::size_t k = n; k-- > 0;) {
@@ -454,14 +456,34 @@ class reader {
   }
   void memo_put(std::uint64_t key, std::uint32_t id) {
     if (key >= m_limits.max_memo)
-      fail("a memo index beyond " + std::to_string(m_limits.max_memo) + " (the limit)");
+      fail_count("a memo index beyond ", m_limits.max_memo, " (the limit)");
     if (key >= m_memo.size()) m_memo.resize(static_cast<std::size_t>(key) + 1, no_node);
     m_memo[static_cast<std::size_t>(key)] = id;
     if (key == m_memo_next) ++m_memo_next;
   }
+  // BINGET / LONG_BINGET and the ones right after it: most of a snapshot's opcodes are memo references
+  // (record keys, shared strings, frames), and reading a run of them here, without going back through the
+  // opcode switch, spares the switch's indirect jump, which mispredicts at nearly every change of opcode.
+  void memo_gets(unsigned char op) {
+    while (true) {
+      push(memo_get(op == 'h' ? u8() : le(4)));
+      if (m_pos >= m_b.size()) return;
+      op = static_cast<unsigned char>(m_b[m_pos]);
+      if (op != 'h' && op != 'j') return;
+      m_op_at = m_pos++;
+    }
+  }
+  // Pushes a new container, and takes the MEMOIZE that CPython writes after every one.
+  void push_memoized(std::uint32_t id) {
+    push(id);
+    if (m_pos < m_b.size() && static_cast<unsigned char>(m_b[m_pos]) == 0x94) {
+      m_op_at = m_pos++;
+      memo_put(m_memo_next, id);
+    }
+  }
   std::uint32_t memo_get(std::uint64_t key) const {
     if (key >= m_memo.size() || m_memo[static_cast<std::size_t>(key)] == no_node)
-      fail("a memo reference to " + std::to_string(key) + ", never stored");
+      fail_count("a memo reference to ", key, ", never stored");
     return m_memo[static_cast<std::size_t>(key)];
   }
 
