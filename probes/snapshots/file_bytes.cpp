@@ -50,7 +50,9 @@ file_bytes::file_bytes(const std::string& path, std::uintmax_t cap, const char* 
   m_view = m_read;
 }
 
-file_bytes::~file_bytes() { release(); }
+file_bytes::~file_bytes() {
+  release();
+}
 
 void file_bytes::release() {
 #if defined(__linux__)

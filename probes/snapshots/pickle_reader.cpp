@@ -134,6 +134,8 @@ bool add_items(pdoc& d, std::uint32_t id, const std::uint32_t* from, std::size_t
   return true;
 }
 
+// The opcode loop's small readers below are forced inline ([[gnu::always_inline]]): the loop is one large
+// function, past the size at which the compiler stops inlining into it by itself.
 class reader {
  public:
   reader(std::string_view b, const std::string& origin, const pickle_limits& l)
@@ -353,21 +355,22 @@ class reader {
     const char* d = "0123456789abcdef";
     return {d[(v >> 4) & 15], d[v & 15]};
   }
-  std::string_view take(std::uint64_t n) {
+  [[gnu::always_inline]] std::string_view take(std::uint64_t n) {
     if (n > m_b.size() - m_pos) fail_count("truncated: ", n, " bytes wanted past the end");
     auto s = m_b.substr(m_pos, static_cast<std::size_t>(n));
     m_pos += static_cast<std::size_t>(n);
     return s;
   }
-  std::uint64_t u8() { return static_cast<unsigned char>(take(1)[0]); }
-  std::uint64_t le(int n) {
+  [[gnu::always_inline]] std::uint64_t u8() { return static_cast<unsigned char>(take(1)[0]); }
+  [[gnu::always_inline]] std::uint64_t le(int n) {
     const std::string_view raw = take(static_cast<std::uint64_t>(n));
     std::uint64_t v = 0;
     for (int k = n - 1; k >= 0; --k)
       v = v << 8 | static_cast<unsigned char>(raw[static_cast<std::size_t>(k)]);
     return v;
   }
-  std::uint32_t make(pnode::kind k, std::uint64_t v = 0, std::uint32_t n = 0, bool wide = false) {
+  [[gnu::always_inline]] std::uint32_t make(pnode::kind k, std::uint64_t v = 0, std::uint32_t n = 0,
+                                            bool wide = false) {
     if (m_doc.nodes.size() >= m_limits.max_nodes)
       fail_count("more than ", m_limits.max_nodes, " values (the limit)");
     return add_node(m_doc, k, v, n, wide);
@@ -378,18 +381,18 @@ class reader {
     return cache;
   }
   std::size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
-  void push(std::uint32_t id) {
+  [[gnu::always_inline]] void push(std::uint32_t id) {
     if (m_stack.size() >= m_limits.max_nodes)
       fail_count("a stack deeper than ", m_limits.max_nodes, " values (the limit)");
     m_stack.push_back(id);
   }
-  std::uint32_t pop() {
+  [[gnu::always_inline]] std::uint32_t pop() {
     if (m_stack.size() <= floor()) fail("a value popped from an empty stack");
     const auto v = m_stack.back();
     m_stack.pop_back();
     return v;
   }
-  std::uint32_t top() const {
+  [[gnu::always_inline]] std::uint32_t top() const {
     if (m_stack.size() <= floor()) fail("an operation on an empty stack");
     return m_stack.back();
   }
@@ -423,7 +426,9 @@ class reader {
     if (m_doc.nodes[to].k != k) fail(refused);
     fill(to, at);
   }
-  void push_int(std::int64_t v) { push(make(pnode::kind::integer, static_cast<std::uint64_t>(v))); }
+  [[gnu::always_inline]] void push_int(std::int64_t v) {
+    push(make(pnode::kind::integer, static_cast<std::uint64_t>(v)));
+  }
   // LONG1 / LONG4: n bytes, little-endian two's complement. Up to 8 bytes (or 9 with a zero sign byte
   // above a value that still fits) is exact; wider keeps an approximate double and is refused where an
   // integer is needed.
@@ -454,9 +459,8 @@ class reader {
       fail("more than " + std::to_string(m_limits.max_nodes) + " values (the limit)");
     push(add_text(m_doc, k, raw));
   }
-  void memo_put(std::uint64_t key, std::uint32_t id) {
-    if (key >= m_limits.max_memo)
-      fail_count("a memo index beyond ", m_limits.max_memo, " (the limit)");
+  [[gnu::always_inline]] void memo_put(std::uint64_t key, std::uint32_t id) {
+    if (key >= m_limits.max_memo) fail_count("a memo index beyond ", m_limits.max_memo, " (the limit)");
     if (key >= m_memo.size()) m_memo.resize(static_cast<std::size_t>(key) + 1, no_node);
     m_memo[static_cast<std::size_t>(key)] = id;
     if (key == m_memo_next) ++m_memo_next;
@@ -481,7 +485,7 @@ class reader {
       memo_put(m_memo_next, id);
     }
   }
-  std::uint32_t memo_get(std::uint64_t key) const {
+  [[gnu::always_inline]] std::uint32_t memo_get(std::uint64_t key) const {
     if (key >= m_memo.size() || m_memo[static_cast<std::size_t>(key)] == no_node)
       fail_count("a memo reference to ", key, ", never stored");
     return m_memo[static_cast<std::size_t>(key)];
