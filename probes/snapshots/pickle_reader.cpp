@@ -426,9 +426,19 @@ class reader {
     if (m_doc.nodes[to].k != k) fail(refused);
     fill(to, at);
   }
+  // An integer is immutable and a trace's recur (its block addresses and sizes, thousands of times each):
+  // one node serves every use of a value while it stays in this direct-mapped table, which keeps a
+  // million-event capture's document about a third smaller at one probe a value.
   [[gnu::always_inline]] void push_int(std::int64_t v) {
-    push(make(pnode::kind::integer, static_cast<std::uint64_t>(v)));
+    const auto h = (static_cast<std::uint64_t>(v) * 0x9e3779b97f4a7c15u) >> (64 - int_cache_bits);
+    auto& [value, id] = m_ints[static_cast<std::size_t>(h)];
+    if (id == no_node || value != v) {
+      id = make(pnode::kind::integer, static_cast<std::uint64_t>(v));
+      value = v;
+    }
+    push(id);
   }
+
   // LONG1 / LONG4: n bytes, little-endian two's complement. Up to 8 bytes (or 9 with a zero sign byte
   // above a value that still fits) is exact; wider keeps an approximate double and is refused where an
   // integer is needed.
@@ -502,6 +512,9 @@ class reader {
   std::uint64_t m_memo_next = 0;
   std::uint32_t m_none = no_node, m_true = no_node, m_false = no_node;
   std::array<std::uint32_t, 256> m_small{};  // BININT1 values
+  static constexpr int int_cache_bits = 13;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> m_ints =
+      std::vector<std::pair<std::int64_t, std::uint32_t>>(std::size_t{1} << int_cache_bits, {0, no_node});
 };
 
 std::uint32_t from_json(pdoc& d, const nlohmann::json& j, int depth) {
