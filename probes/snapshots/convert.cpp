@@ -23,7 +23,9 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   step_trace& t = out.trace;
   t.model = s.origin;
   t.layout_text = "PyTorch memory snapshot, device " + std::to_string(device);
-  out.cold = window_of(s, device).cold;
+  const window w = window_of(s, device);
+  out.cold = w.cold;
+  out.held_before = w.held_before;
   if (!out.cold) out.start = reconstruct_start(s, device);
   out.approximate = !out.cold && !out.start.reconstructed;
   address_map<std::int32_t> live;  // address -> tensor

@@ -22,6 +22,8 @@ struct snapshot_trace {
   step_trace trace;
   std::vector<std::size_t> source_event;  // per trace event; SIZE_MAX for reconstructed warm-up allocs
   bool cold = false;
+  std::int64_t held_before =
+      0;  // segment bytes held when recording began (window.hpp), where reserved starts
   // Warm: the state undone from the final segments. When reconstructed, a replay under the recorded
   // settings adopts it instead of running the leading allocs of the blocks alive before the window; then
   // `start_tensor` names, per allocated block of `start` in segment and address order, its trace tensor.

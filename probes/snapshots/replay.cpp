@@ -7,7 +7,6 @@
 #include <span>
 
 #include "probes/snapshots/replaying_device.hpp"
-#include "probes/snapshots/summary.hpp"
 #include "probes/snapshots/window.hpp"
 
 namespace headroom::probes {
@@ -36,10 +35,17 @@ struct real_segments {
   };
   std::vector<std::int64_t> sizes;  // segment bytes created, in order
   std::vector<run> runs;            // by event
+  // The real reserved peak: the summary's (summary.hpp), walked here from the bytes held before the window
+  // instead of summarising the whole snapshot again.
+  std::int64_t peak_reserved = 0;
 
-  explicit real_segments(const std::vector<snap_event>& ev) {
+  real_segments(const std::vector<snap_event>& ev, std::int64_t held_before) {
     std::size_t pending = 0;  // where the sizes not yet claimed by an alloc begin
+    std::int64_t reserved = held_before;
+    peak_reserved = reserved;
     for (std::size_t i = 0; i < ev.size(); ++i) {
+      reserved += snapshot_window::reserved_change(ev[i]);
+      peak_reserved = std::max(peak_reserved, reserved);
       if (ev[i].action == snap_action::segment_alloc) {
         created.push_back({ev[i].addr, ev[i].size});
         sizes.push_back(ev[i].size);
@@ -157,7 +163,7 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
   const auto& ev = static_cast<std::size_t>(st.device) < s.devices.size()
                        ? s.devices[static_cast<std::size_t>(st.device)]
                        : none;
-  const real_segments real(ev);
+  const real_segments real(ev, st.held_before);
   // A warm trace starts from its reconstructed state under the settings it was recorded with; event by
   // event comparison needs a known start (cold, or reconstructed).
   const bool adopt = !st.cold && st.start.reconstructed && options == recorded_options(s);
@@ -192,9 +198,7 @@ snapshot_replay replay_snapshot(const torch_snapshot& s, const snapshot_trace& s
   }
   r.segments_created = static_cast<std::int64_t>(dev.maps.size() - adopted_maps);
   if (compare) {
-    const auto sum = summarise(s);
-    if (static_cast<std::size_t>(st.device) < sum.devices.size())
-      r.real_peak_reserved = sum.devices[static_cast<std::size_t>(st.device)].peak_reserved;
+    if (static_cast<std::size_t>(st.device) < s.devices.size()) r.real_peak_reserved = real.peak_reserved;
     r.real_segments_created = static_cast<std::int64_t>(real.created.size() + real.maps.size());
     if (!st.cold && !adopt)
       r.divergence =
