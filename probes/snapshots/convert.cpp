@@ -32,8 +32,10 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   // One trace event per snapshot event at most, one tensor per alloc.
   reserve_large(t.events, ev.size());
   reserve_large(out.source_event, ev.size());
-  reserve_large(t.tensors, static_cast<std::size_t>(std::count_if(
-      ev.begin(), ev.end(), [](const snap_event& e) { return e.action == snap_action::alloc; })));
+  reserve_large(t.tensors,
+                static_cast<std::size_t>(std::count_if(ev.begin(), ev.end(), [](const snap_event& e) {
+                  return e.action == snap_action::alloc;
+                })));
   auto add_alloc = [&](std::uint64_t addr, std::int64_t bytes, std::int64_t stream, const std::string& name,
                        std::size_t source) {
     trace_tensor x;
@@ -66,8 +68,13 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
   }
   const bool completions = has_completions(ev);
   frame_namer names(s.doc);
+  constexpr std::size_t ahead = 16;  // events between prefetching a frames list's node and naming it
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const auto& e = ev[i];
+    if (i + ahead < ev.size() && ev[i + ahead].action == snap_action::alloc)
+      names.prefetch_node(ev[i + ahead].frames);
+    if (i + ahead / 2 < ev.size() && ev[i + ahead / 2].action == snap_action::alloc)
+      names.prefetch_items(ev[i + ahead / 2].frames);
     if (e.action == snap_action::alloc) {
       if (live.contains(e.addr))
         throw bad_input(s.origin, "device_traces[" + std::to_string(device) + "][" + std::to_string(i) +
