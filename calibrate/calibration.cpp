@@ -517,11 +517,15 @@ bool fixed_is_prior(const calibration& c) {
 
 namespace {
 
-// Returns the line naming how `v` lies beyond `r` by more than domain_margin, or "".
+// Returns the line naming how `v` lies beyond `r` by more than domain_margin, or "". A `unit` of " GiB" takes
+// `v` and `r` in bytes and writes them in GiB (a warning reads "84.0 GiB", not "90.2e9 bytes").
 std::string domain_beyond_range(const char* what, double v, const value_range& r, const std::string& unit) {
   if (r.empty || (v >= r.lo / domain_margin && v <= r.hi * domain_margin)) return "";
-  return std::string(what) + ": planning " + eng(v) + unit + ", fitted on " + eng(r.lo) + " to " + eng(r.hi) +
-         unit + " (beyond the range by more than a factor " + trim(domain_margin, 2) + ")";
+  auto shown = [&](double x) {
+    return unit == " GiB" ? gib_str(static_cast<std::int64_t>(x), 1) : eng(x);
+  };
+  return std::string(what) + ": planning " + shown(v) + unit + ", fitted on " + shown(r.lo) + " to " +
+         shown(r.hi) + unit + " (beyond the range by more than a factor " + trim(domain_margin, 2) + ")";
 }
 
 // Returns the line naming `want` when it is not among `have` ("" when it is, or when either is unstated).
@@ -557,7 +561,7 @@ std::vector<std::string> outside_domain(const calibration& c, const problem& p, 
   add(domain_beyond_range("tokens per micro-batch", static_cast<double>(reserve_tokens(p, l)), d.tokens, ""));
   const breakdown b = estimate(p, l);
   add(domain_beyond_range("predicted step peak", static_cast<double>(b.worst_stage().step_peak),
-                          d.predicted_peak, " bytes"));
+                          d.predicted_peak, " GiB"));
   if (c.activation.fitted && !same_implementation(c.activation_implementation, p.model))
     out.push_back("activation factor: fitted on the shape " + printable(c.activation_implementation, 80) +
                   ", planning " + printable(p.model.name, 40) + ", " + printable(implementation_key(p.model), 80) +

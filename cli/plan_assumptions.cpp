@@ -29,6 +29,24 @@ std::string sequence_phrase(const problem& p, const plan_options& o) {
   return s;
 }
 
+// Returns whether the model uses dropout, where that came from and how to change it: its masks are kept for
+// backward (the ledger's dropout entries), so it changes the activations.
+std::string dropout_phrase(const problem& p, const plan_options& o) {
+  std::string s = p.model.dropout ? "on: its masks are kept for backward" : "off: no masks are kept";
+  if (o.inline_model && !o.megatron_args.empty())
+    s += p.model.dropout ? "; Megatron's --attention-dropout and --hidden-dropout, 0.1 each unless the launch "
+                           "sets them (append --attention-dropout 0 --hidden-dropout 0 to --megatron-args)"
+                         : "; the launch sets --attention-dropout and --hidden-dropout to 0";
+  else if (!o.hf_config.empty())
+    s += "; the HF config's dropout probabilities (attention_dropout and the family's others)";
+  else if (!o.preset.empty())
+    s += "; the preset's (a --model file with \"dropout\": " + std::string(p.model.dropout ? "false" : "true") +
+         " changes it)";
+  else
+    s += "; the model's";
+  return s;
+}
+
 }  // namespace
 
 std::string assumption_lines(const problem& p, const plan_options& o) {
@@ -38,13 +56,16 @@ std::string assumption_lines(const problem& p, const plan_options& o) {
   else if (!p.device.gpu_type.empty())
     capacity += ", " + printable(p.device.gpu_type) + "'s total as the driver reports it (--gpu-type, --gpu-mem)";
   else
-    capacity += ", the default, a 192 GiB-class GPU (--gpu-type or --gpu-mem)";
-  const char* attention =
+    capacity += " assumed, no --gpu-type or --gpu-mem given: a B200-class GPU (--gpu-type h100-80gb is 79.6; "
+                "`headroom gpus` lists them)";
+  std::string attention =
       p.training.attention == attention_kind::eager
           ? "eager: the s x s scores are kept for backward (--attention flash)"
       : p.training.attention == attention_kind::flex
           ? "flex: compiled flex_attention, no s x s scores are kept (--attention flash, eager)"
           : "flash: no s x s scores are kept (--attention eager)";
+  if (hf_default_attention(o))
+    attention += "; transformers' default, SDPA, for an --hf-config";
   const char* loss = p.training.loss == loss_kind::fused
                          ? "fused: Megatron's vocab-parallel cross-entropy, 6 bytes per logit (--loss unfused)"
                          : "unfused: F.cross_entropy on upcast logits, 12 bytes per logit at its peak, 16 under tp (--loss fused)";
@@ -54,7 +75,8 @@ std::string assumption_lines(const problem& p, const plan_options& o) {
   reserve += " (--reserve, --calibration)";
   std::string s = "assumptions (each changes the answer; the flag after it changes it):\n";
   s += "  GPU memory  " + capacity + "\n";
-  s += "  attention   " + std::string(attention) + "\n";
+  s += "  attention   " + attention + "\n";
+  s += "  dropout     " + dropout_phrase(p, o) + "\n";
   s += "  loss        " + std::string(loss) + "\n";
   s += "  sequence    " + sequence_phrase(p, o) + "\n";
   s += "  reserve     " + reserve + "\n";

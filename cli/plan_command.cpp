@@ -219,6 +219,10 @@ bool given(const plan_options& o, const char* name) {
   return o.app && o.app->count(name) > 0;
 }
 
+bool hf_default_attention(const plan_options& o) {
+  return !o.hf_config.empty() && !given(o, "--attention");
+}
+
 problem problem_from(const plan_options& o) {
   if (!o.imports_applied && (!o.megatron_args.empty() || !o.deepspeed_config.empty() || !o.torchtitan_config.empty()))
     throw bad_input(!o.megatron_args.empty() ? "megatron-args" : !o.deepspeed_config.empty() ? "deepspeed-config"
@@ -241,8 +245,10 @@ problem problem_from(const plan_options& o) {
   p.training.seq = o.seq.value_or(p.model.seq);
   p.training.micro_batch = o.micro_batch;
   p.training.global_batch = o.global_batch;
-  p.training.attention = named<attention_kind>(o.attention, "attention");
+  p.training.attention = hf_default_attention(o) ? attention_kind::flash
+                                                 : named<attention_kind>(o.attention, "attention");
   p.device.capacity = gib_flag(o.gpu_mem_gib, "gpu-mem");
+  p.device.capacity_assumed = o.gpu_type.empty() && !given(o, "--gpu-mem");
   if (!o.gpu_type.empty()) {
     const gpu_type& g = find_gpu_type(o.gpu_type);
     p.device.gpu_type = g.name;

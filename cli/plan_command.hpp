@@ -74,6 +74,10 @@ struct plan_options {
 bool given(const plan_options& o, const char* name);
 
 // Adds the model, training, layout and device options that plan, trace and probe share.
+// Returns whether the attention kernel is --hf-config's default: flash (SDPA's fused kernels, what
+// transformers runs by default since it took SDPA as its attn_implementation) when neither --attention nor a
+// launch file names one. Presets and model files keep the reference case's eager attention.
+bool hf_default_attention(const plan_options& o);
 void add_problem_options(CLI::App* c, plan_options& o);
 
 // Adds the `plan` subcommand to `app`; its options fill `o`.

@@ -2,6 +2,7 @@
 // search (tables.hpp declares them; the shared cells and the table's columns are in tables.cpp).
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
@@ -22,13 +23,53 @@ std::string candidate_axes(const candidate& c, bool micro_batch_searched, const 
     a += " " + printable(across->recipes[static_cast<std::size_t>(c.recipe)].name, 40);
   return a;
 }
-// Returns a search table's axes column width: the reference case's 23, wider when a row's axes (with vpp,
-// the searched micro-batch, the recipe) need it, up to the 27 that keeps the table within 120 columns (rows
-// with longer axes wrap: tables.cpp, write_table_row).
-std::size_t axes_width_of(const suggestion& s) {
-  std::size_t w = 23;
-  for (const auto& c : s.fitting) w = std::max(w, candidate_axes(c, s.micro_batch_searched, &s).size() + 1);
-  return std::min<std::size_t>(w, 27);
+// Returns " (192 GiB each, assumed: no --gpu-type)" when the capacity is the default nobody chose, else "": the
+// titles say it where a reader looks first, since the same plan that fits 192 GiB may not fit 80.
+std::string assumed_capacity(const problem& p) {
+  return p.device.capacity_assumed ? " (" + gib_str(p.device.capacity, 0) + " GiB each, assumed: no --gpu-type)"
+                                   : "";
+}
+
+// Returns the rows of s.fitting a ranking lists, in its order, and counts in `hidden` those it leaves out: a
+// layout whose same axes, recompute and recipe under a higher ZeRO stage cost no more, move no more
+// data-parallel bytes and leave at least its headroom (DDP, ZeRO-1 and ZeRO-2 of one layout cost the same, so
+// only the one with the most headroom is listed; ZeRO-3, which moves more, stays beside it). A row the user
+// could not tell apart from one above by anything but less headroom is not a choice.
+std::vector<std::size_t> undominated_rows(const suggestion& s, std::size_t& hidden) {
+  std::map<std::string, std::vector<std::size_t>> by_layout;  // the layout's text but its ZeRO stage
+  for (std::size_t i = 0; i < s.fitting.size(); ++i) {
+    const auto& c = s.fitting[i];
+    by_layout[candidate_axes(c, s.micro_batch_searched, &s) + "|" + to_string(c.where.recompute) + "|" +
+              (c.where.offload_optimizer ? "o" : "") + (c.where.offload_params ? "p" : "")]
+        .push_back(i);
+  }
+  std::vector<bool> keep(s.fitting.size(), true);
+  for (const auto& [key, rows] : by_layout)
+    for (const std::size_t i : rows)
+      for (const std::size_t j : rows) {
+        const candidate &a = s.fitting[i], &b = s.fitting[j];
+        if (b.where.zero > a.where.zero && b.cost.total <= a.cost.total + 1e-12 &&
+            b.cost.dp_bytes <= a.cost.dp_bytes && b.worst.headroom >= a.worst.headroom &&
+            (!b.tight || a.tight))
+          keep[i] = false;
+      }
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < s.fitting.size(); ++i)
+    if (keep[i]) rows.push_back(i);
+  hidden = s.fitting.size() - rows.size();
+  return rows;
+}
+
+// Returns a search table's columns (tables.hpp, columns_for) for the rows it lists, `rows` of s.fitting, the
+// axes as `across` writes them (with vpp, the searched micro-batch, the recipe when `across` names recipes).
+table_columns columns_of(const suggestion& s, const std::vector<std::size_t>& rows, const suggestion* across) {
+  std::vector<layout> layouts;
+  std::vector<std::string> axes;
+  for (const std::size_t i : rows) {
+    layouts.push_back(s.fitting[i].where);
+    axes.push_back(candidate_axes(s.fitting[i], s.micro_batch_searched, across));
+  }
+  return columns_for(layouts, axes, true);
 }
 // Returns "micro-batch 1" when fixed, "micro-batch searched (1, 2, 4; global batch 1536)" when searched.
 std::string micro_batch_phrase(const problem& p, const suggestion& s) {
@@ -92,12 +133,13 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
   const auto& l = b.where;
   const auto& w = b.worst_stage();
   o << "headroom plan: " << printable(p.model.name) << ", " << l.gpus << " GPU" << (l.gpus > 1 ? "s" : "")
+    << assumed_capacity(p)
     << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq << ", micro-batch "
     << p.training.micro_batch << ", " << printable(p.precision.name) << ", "
     << to_string(p.training.attention) << " attention\n";
   o << "predicted by the analytic model (not measured); GiB per GPU\n\n";
-  // The axes column widens for a long layout (MoE, vpp) up to the 36 that keeps the table within 120 columns.
-  const std::size_t aw = std::clamp<std::size_t>(axes_string(l).size() + 1, 23, 36);
+  // The axes column widens for a long layout (MoE, vpp); the strategy column narrows for it past 120 columns.
+  const table_columns aw = columns_for({l}, {axes_string(l)}, false);
   write_table_header(o, p, false, aw);
   write_table_rule(o, false, aw);
   const bool peak = write_table_row(o, l, w, nullptr, "", aw);
@@ -134,7 +176,7 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
     const auto& r = p.device.reserve;
     line("reserve", w.reserve,
          "fixed " + gib_str(r.fixed, 2) + " + " + fixed(r.fragmentation, 4) + " x churn " +
-             gib_str(w.terms().churn(), 2) + " + " + fixed(r.per_token, 1) + " B x " +
+             gib_str(w.terms().churn(), 2) + " + " + bytes_str(r.per_token) + "/token x " +
              std::to_string(reserve_tokens(p, l)) + " tokens" +
              (r.activation_extra != 0 ? " + " + fixed(r.activation_extra, 4) + " x activations " +
                                             gib_str(w.activations, 2)
@@ -146,8 +188,11 @@ void write_plan_text(std::ostream& o, const problem& p, const breakdown& b, std:
   line("  backward working set, one layer", w.working_set);
   if (w.output_phase)
     line("  output phase, " + std::string(to_string(p.training.loss)) + " loss", w.output_phase);
-  line("  step peak", w.step_peak, "persistent + transient + activations + max of the two");
-  line("  fixed overheads", w.fixed_overheads, "context, cuBLAS, NCCL (--fixed-overheads)");
+  if (w.allocator_workspaces)
+    line("  library workspaces", w.allocator_workspaces, "cuBLAS, TransformerEngine: in the allocator");
+  line("  step peak", w.step_peak,
+       std::string(w.allocator_workspaces ? "workspaces + " : "") + "persistent + transient + activations + max of the two");
+  line("  fixed overheads", w.fixed_overheads, "context, NCCL (--fixed-overheads)");
   line("  step peak + fixed overheads", w.peak_total);
   line("capacity", w.capacity);
   o << "  " << pad("headroom", 34) << gib_cell(w.headroom, 10) << " GiB"
@@ -214,32 +259,37 @@ void write_plan_csv(std::ostream& o, const problem& p, const breakdown& b) {
 }
 
 void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top) {
-  o << "headroom plan --suggest: " << printable(p.model.name) << " on " << s.gpus << " GPUs, seq "
+  o << "headroom plan --suggest: " << printable(p.model.name) << " on " << s.gpus << " GPUs" << assumed_capacity(p)
+    << ", seq "
     << p.training.seq << ", " << micro_batch_phrase(p, s) << ", " << printable(p.precision.name) << "; "
     << s.evaluated << " layouts evaluated, " << s.fitting.size() << " fit\n";
   o << "predicted by the analytic model (not measured); GiB per GPU, worst rank; cost = extra step time "
        "(recompute, bubble, exposed communication)\n\n";
-  const std::size_t aw = axes_width_of(s);
+  std::size_t hidden = 0;
+  const std::vector<std::size_t> ranked = undominated_rows(s, hidden);
+  const std::size_t n = top == 0 ? ranked.size() : std::min(top, ranked.size());
+  // The first n rows, then below the cut the best layout of every strategy not shown yet, so the
+  // alternatives stay in view.
+  std::vector<std::size_t> rows;
+  std::vector<std::string> shown;
+  for (std::size_t r = 0; r < ranked.size(); ++r) {
+    const std::string name = strategy_name(s.fitting[ranked[r]].where);
+    const bool new_strategy = std::find(shown.begin(), shown.end(), name) == shown.end();
+    if (r >= n && !new_strategy) continue;
+    if (new_strategy) shown.push_back(name);
+    rows.push_back(ranked[r]);
+  }
+  const std::size_t first_below = n < ranked.size() ? ranked[n] : s.fitting.size();
+  const table_columns aw = columns_of(s, rows, &s);
   write_table_header(o, p, true, aw);
   write_table_rule(o, true, aw);
-  std::size_t n = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
-  bool peak = false;
-  auto row = [&](const candidate& c) {
+  bool peak = false, heading = false;
+  for (const std::size_t i : rows) {
+    if (i >= first_below && !heading) o << "best layout of each strategy not shown above:\n";
+    heading = heading || i >= first_below;
+    const auto& c = s.fitting[i];
     peak =
         write_table_row(o, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched, &s), aw) || peak;
-  };
-  for (std::size_t i = 0; i < n; ++i) row(s.fitting[i]);
-  // Below the cut, the best layout of every strategy not shown yet, so the alternatives stay in view.
-  std::vector<std::string> shown;
-  for (std::size_t i = 0; i < n; ++i) shown.push_back(strategy_name(s.fitting[i].where));
-  bool heading = false;
-  for (std::size_t i = n; i < s.fitting.size(); ++i) {
-    const std::string name = strategy_name(s.fitting[i].where);
-    if (std::find(shown.begin(), shown.end(), name) != shown.end()) continue;
-    shown.push_back(name);
-    if (!heading) o << "best layout of each strategy not shown above:\n";
-    heading = true;
-    row(s.fitting[i]);
   }
   write_table_rule(o, true, aw);
   write_peak_note(o, peak);
@@ -253,7 +303,10 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   }
   if (n < s.fitting.size())
     o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
-  const auto& best = s.fitting.front();
+  if (hidden > 0)
+    o << hidden << " of them not listed: a listed layout under a lower ZeRO stage, at the same cost with less "
+                   "headroom (--json lists every one)\n";
+  const auto& best = s.fitting[ranked.front()];
   o << "first: " << strategy_name(best.where) << " (" << candidate_axes(best, s.micro_batch_searched, &s)
     << "): recompute " << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
     << pct(best.cost.tp_comm) << ", pp traffic " << pct(best.cost.pp_comm)
@@ -307,7 +360,8 @@ void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s) {
 }
 
 void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top) {
-  o << "headroom plan --min-gpus: " << printable(p.model.name) << ", seq " << p.training.seq << ", "
+  o << "headroom plan --min-gpus: " << printable(p.model.name) << assumed_capacity(p) << ", seq "
+    << p.training.seq << ", "
     << (r.at_min ? micro_batch_phrase(p, *r.at_min) : "micro-batch " + std::to_string(p.training.micro_batch))
     << ", " << printable(p.precision.name) << " (predicted by the analytic model)\n\n";
   o << explain_min_gpus(p, r);
@@ -319,10 +373,12 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
   auto show = [&](const std::string& what, int n, const suggestion& s) {
     o << "\n"
       << what << ": N = " << n << " (" << s.fitting.size() << " of " << s.evaluated << " layouts fit)\n";
-    const std::size_t aw = axes_width_of(s);
+    const std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
+    std::vector<std::size_t> rows(k);
+    for (std::size_t i = 0; i < k; ++i) rows[i] = i;
+    const table_columns aw = columns_of(s, rows, nullptr);
     write_table_header(o, p, true, aw);
     write_table_rule(o, true, aw);
-    std::size_t k = top == 0 ? s.fitting.size() : std::min(top, s.fitting.size());
     bool peak = false;
     for (std::size_t i = 0; i < k; ++i) {
       const auto& c = s.fitting[i];
@@ -361,7 +417,7 @@ nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r) {
 void write_max_fit_text(std::ostream& o, const problem& p, const layout& l, const planned_fit& f) {
   const char* axis = f.axis == fit_axis::layers ? "layer count" : to_string(f.axis);
   o << "headroom plan --max-fit " << to_string(f.axis) << ": " << printable(p.model.name) << ", " << l.gpus << " GPU"
-    << (l.gpus > 1 ? "s" : "") << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq
+    << (l.gpus > 1 ? "s" : "") << assumed_capacity(p) << ", " << strategy_name(l) << ", " << axes_string(l) << ", seq " << p.training.seq
     << ", micro-batch " << p.training.micro_batch << ", " << printable(p.precision.name) << "\n";
   o << "predicted by the analytic model (not measured); the measured answer is `headroom probe max-fit`\n\n";
   const std::string how = "steps of " + std::to_string(f.step) + ", up to " + std::to_string(f.limit) + ", " +

@@ -18,8 +18,10 @@
 namespace headroom::cli {
 
 namespace {
-constexpr int rule_width = 105;  // the reference case's table
-constexpr int cost_width = 9;
+constexpr std::size_t rule_width = 105;  // the reference case's table: 32 + 23 + the figures' 50
+constexpr std::size_t cost_width = 9;
+constexpr std::size_t figures_width = rule_width - 32 - 23;
+constexpr std::size_t line_limit = 120;  // README: tables fit in 120 columns
 
 }  // namespace
 
@@ -33,28 +35,57 @@ std::string strategy_name(const layout& l) {
   return zero_name(l) + " + " + r;
 }
 
-void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::size_t axes_width) {
-  o << pad("strategy", 32) << pad("axes", axes_width) << "   state    activ  reserve    total  fits "
+std::string short_strategy_name(const layout& l) {
+  if (const int n = full_every(l.recompute)) return zero_name(l) + " + full every " + std::to_string(n);
+  return zero_name(l) + " + " + to_string(l.recompute);
+}
+
+table_columns columns_for(const std::vector<layout>& rows, const std::vector<std::string>& axes, bool with_cost) {
+  std::size_t longest_strategy = 0, longest_short = 0, longest_axes = 0;
+  for (const auto& l : rows) {
+    longest_strategy = std::max(longest_strategy, strategy_name(l).size());
+    longest_short = std::max(longest_short, short_strategy_name(l).size());
+  }
+  for (const auto& a : axes) longest_axes = std::max(longest_axes, a.size());
+  // What both text columns may take; the header's "fits 79.6 GiB?" is a character wider than the reference
+  // case's "fits 192 GiB?".
+  const std::size_t room = line_limit - figures_width - 1 - (with_cost ? cost_width : 0);
+  table_columns c;
+  c.axes = std::max<std::size_t>(23, longest_axes + 1);
+  c.strategy = std::max<std::size_t>(32, longest_strategy + 2);
+  if (c.strategy + c.axes > room)  // narrow the strategy column to its longest name, not below
+    c.strategy = std::max(longest_strategy + 2, room > c.axes ? room - c.axes : 0);
+  if (c.strategy + c.axes > room) {
+    c.short_strategy = true;
+    c.strategy = std::max(longest_short + 2, room > c.axes ? room - c.axes : 0);
+  }
+  c.strategy = std::max<std::size_t>(c.strategy, 10);
+  if (c.strategy + c.axes > room) c.axes = std::max<std::size_t>(23, room > c.strategy ? room - c.strategy : 0);
+  return c;
+}
+
+void write_table_header(std::ostream& o, const problem& p, bool with_cost, table_columns cols) {
+  o << pad("strategy", cols.strategy) << pad("axes", cols.axes) << "   state    activ  reserve    total  fits "
     << trim(to_gib(p.device.capacity), 1) << " GiB?";
   if (with_cost) o << "     cost";
   o << "\n";
 }
 
-void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width) {
-  o << std::string(rule_width + (with_cost ? cost_width : 0) + (axes_width - 23), '-') << "\n";
+void write_table_rule(std::ostream& o, bool with_cost, table_columns cols) {
+  o << std::string(figures_width + cols.strategy + cols.axes + (with_cost ? cost_width : 0), '-') << "\n";
 }
 
 bool write_table_row(std::ostream& o, const layout& l, const stage_breakdown& w, const layout_cost* cost,
-                     const std::string& axes, std::size_t axes_width) {
+                     const std::string& axes, table_columns cols) {
   std::string fits = !w.fits ? "no" : w.tight() ? "tight" : "yes";
-  const std::string strategy = strategy_name(l);
+  // columns_for sized both text columns for the rows, within 120 columns; a row whose text still does not fit
+  // (axes over 40 characters) gives its names a line of their own and its figures the columns below.
+  const std::string strategy = cols.short_strategy ? short_strategy_name(l) : strategy_name(l);
   const std::string a = axes.empty() ? axes_string(l) : axes;
-  // A strategy or axes longer than its column wraps: names on their own line, the figures below them in
-  // their columns, so no row is wider than the table (README: 120 columns).
-  if (strategy.size() >= 32 || a.size() >= axes_width)
-    o << strategy << "  " << a << "\n" << std::string(32 + axes_width, ' ');
+  if (strategy.size() >= cols.strategy || a.size() >= cols.axes)
+    o << strategy << "  " << a << "\n" << std::string(cols.strategy + cols.axes, ' ');
   else
-    o << pad(strategy, 32) << pad(a, axes_width);
+    o << pad(strategy, cols.strategy) << pad(a, cols.axes);
   o << num8(w.state) << " " << num8(w.activations) << " " << num8(w.reserve) << " "
     << num8(w.decisive_total()) << (w.peak_decides() ? "* " : "  ");
   if (cost) {

@@ -26,17 +26,31 @@ nlohmann::json stage_json(const problem& p, const stage_breakdown& s);
 extern const char* const stage_csv_header;
 void stage_csv(std::ostream& o, const stage_breakdown& s);
 
+// The widths, in characters, of a table's two text columns (the figures' columns are fixed): the reference
+// case's 32 and 23 by default.
+struct table_columns {
+  std::size_t strategy = 32, axes = 23;
+  bool short_strategy = false;  // strategies written short ("ZeRO-3 + selective") to leave the axes room
+};
+// Returns the columns for a table whose rows have these strategy names and axes texts: the strategy column
+// at 32, the axes column as wide as its longest text (at least 23) while the line stays within 120
+// characters; past that the strategy column narrows to its longest name, and then to its longest short name
+// (short_strategy_name). Only a row whose axes are longer than what is then left wraps (write_table_row).
+table_columns columns_for(const std::vector<layout>& rows, const std::vector<std::string>& axes, bool with_cost);
 // The reference case's table header (plus a cost column) and its rule line.
-void write_table_header(std::ostream& o, const problem& p, bool with_cost, std::size_t axes_width = 23);
-void write_table_rule(std::ostream& o, bool with_cost, std::size_t axes_width = 23);
+void write_table_header(std::ostream& o, const problem& p, bool with_cost, table_columns cols = {});
+void write_table_rule(std::ostream& o, bool with_cost, table_columns cols = {});
 // One table row for a layout's worst stage; the total is the decisive one, starred when the step peak
 // decides. `axes` replaces the layout's axes text when not empty. Returns whether the step peak decided.
 bool write_table_row(std::ostream& o, const layout& l, const stage_breakdown& w, const layout_cost* cost,
-                     const std::string& axes = "", std::size_t axes_width = 23);
+                     const std::string& axes = "", table_columns cols = {});
 // The footnote of a table in which some row's total was starred.
 void write_peak_note(std::ostream& o, bool any);
 // Returns the reference case's strategy name: "ZeRO-3 + selective recompute".
 std::string strategy_name(const layout& l);
+// Returns the strategy name without "recompute", as the search's messages write it: "ZeRO-3 + selective",
+// "DDP + none", "ZeRO-1 + full every 4".
+std::string short_strategy_name(const layout& l);
 
 // A plan: heading, the table row, the worst rank's terms, every stage when pp > 1.
 // `uncertainty`: the headroom's, in bytes, from a calibration (0: none stated).

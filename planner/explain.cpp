@@ -289,7 +289,7 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
       o << "    fragmentation " << fixed(r.fragmentation, 4) << " x churn " << gib_str(churn, 2)
         << " GiB = " << gib_str(static_cast<std::int64_t>(r.fragmentation * static_cast<double>(churn)), 2)
         << " GiB\n";
-      o << "    per token " << fixed(r.per_token, 1) << " B x " << tokens
+      o << "    per token " << bytes_str(r.per_token) << " x " << tokens
         << " tokens = " << gib_str(static_cast<std::int64_t>(r.per_token * static_cast<double>(tokens)), 2)
         << " GiB\n";
       if (r.activation_extra != 0)

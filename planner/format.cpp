@@ -5,12 +5,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <utility>
 #include <vector>
 
 #include "units.hpp"
 
 namespace headroom {
+
+std::string bytes_str(double bytes) {
+  static constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (!(std::fabs(bytes) >= 1024)) return fixed(bytes, 0) + " B";
+  double v = bytes / 1024;
+  std::size_t u = 0;
+  while (std::fabs(v) >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
+  return fixed(v, 2) + " " + units[u];
+}
 
 std::string fixed(double x, int decimals) {
   char buf[64];

@@ -12,6 +12,9 @@ namespace headroom {
 std::string gib_str(std::int64_t bytes, int decimals = 1);
 // Returns bytes / 2^20 with `decimals` decimals, e.g. mib_str(1056 << 20, 0) == "1056".
 std::string mib_str(std::int64_t bytes, int decimals = 1);
+// Returns a byte count in the largest binary unit that leaves at least 1 of it, with two decimals (whole
+// bytes under 1 KiB): "512 B", "1.10 MiB", "3.25 GiB". For rates such as bytes per token.
+std::string bytes_str(double bytes);
 // Returns x with `decimals` decimals ("-0.0" is written "0.0").
 std::string fixed(double x, int decimals);
 // Returns x as printf's "%W.Df" writes it: right-aligned in `width` characters (at least), `decimals`

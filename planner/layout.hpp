@@ -207,6 +207,8 @@ struct training_spec {
 struct device_spec {
   std::string gpu_type;               // --gpu-type's name, when the capacity came from it ("" otherwise)
   std::int64_t capacity = 192 * gib;  // bytes of one GPU
+  // No GPU type or memory was given: the capacity is the default above, an assumption the titles state.
+  bool capacity_assumed = false;
   reserve_model
       reserve;  // kept back for context, NCCL, fragmentation (planner/reserve.hpp; 10 GiB by default)
   // Memory outside the allocator that the step peak must leave room for: CUDA context (512 MiB), cuBLAS

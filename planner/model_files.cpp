@@ -498,7 +498,18 @@ model_spec model_from_hf_config(const json& c, const std::string& origin) {
 }
 
 model_spec load_hf_config(const std::string& path) {
-  return model_from_hf_config(read_json_file(path), shown_name(fs::path(path).filename().string()));
+  const json c = read_json_file(path);
+  model_spec m = model_from_hf_config(c, shown_name(fs::path(path).filename().string()));
+  if (!c.contains("_name_or_path"))
+    if (std::string name = model_name_of_file(path); !name.empty()) m.name = std::move(name);
+  return m;
+}
+
+std::string model_name_of_file(const std::string& path) {
+  const fs::path p(path);
+  std::string stem = p.stem().string();
+  if (stem == "config") stem = p.has_parent_path() ? p.parent_path().filename().string() : "";
+  return stem == "." || stem == ".." ? "" : stem;
 }
 
 }  // namespace headroom

@@ -36,7 +36,13 @@ model_spec load_model_file(const std::string& path);
 // each in hf_families.hpp; absent keys take the family's HF configuration-class defaults). Throws bad_input
 // naming a missing or absurd field, an unknown model_type, or a MoE key the family's code does not read.
 model_spec model_from_hf_config(const nlohmann::json& config, const std::string& origin);
+// Reads the file at `path`; a config without `_name_or_path` names the model by its path (model_name_of_file),
+// not by its model_type, so the plan's title says which model it is.
 model_spec load_hf_config(const std::string& path);
+
+// Returns the name a model's file gives it: the file's stem ("Qwen3-30B-A3B" for Qwen3-30B-A3B.yaml), or its
+// folder's name when the stem is "config" (a HuggingFace checkout's config.json); "" when neither names one.
+std::string model_name_of_file(const std::string& path);
 
 // Input limits of every JSON reader: a regular file of at most 64 MiB, nested at most 64 levels.
 inline constexpr std::uintmax_t max_json_file_bytes = std::uintmax_t{64} << 20;

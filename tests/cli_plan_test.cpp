@@ -56,7 +56,7 @@ TEST(PlanCli, StatesItsAssumptionsUnderTheTitle) {
   // The default capacity is said to be one; an HF config's long position table is said to be capped.
   const auto d = run("plan --hf-config " + data + "/hf/mistral-7b.json --gpus 8");
   ASSERT_EQ(d.status, 0) << d.err;
-  EXPECT_NE(d.out.find("192.0 GiB, the default"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("192.0 GiB assumed, no --gpu-type or --gpu-mem given"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("max_position_embeddings 32768 capped at 4096"), std::string::npos) << d.out;
   const auto longer = run(llama70 + "--gpus 64 --tp 8 --pp 4 --recompute selective --seq 32k");
   EXPECT_NE(longer.out.find("32768 (--seq); above the model's 8192 positions"), std::string::npos) << longer.out;

@@ -188,7 +188,7 @@ TEST(Cli, MinGpusTopZeroListsEveryFittingLayout) {
   // Searched by default, the reference answer is still listed, with its micro-batch.
   r = run(g + "--min-gpus --top 0");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("tp=1 pp=1 dp=16 mb=1          169.8      4.5     10.0    184.3  tight"),
+  EXPECT_NE(r.out.find("tp=1 pp=1 dp=16 mb=1             169.8      4.5     10.0    184.3  tight"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("micro-batch searched (1, 2, 4, 8, 16; global batch 1536)"), std::string::npos);
@@ -314,7 +314,7 @@ TEST(Cli, PlanWithCalibrationPinned) {
                        "183.7  tight"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("fixed 1.00 + 0.2000 x churn 89.62 + 1000.0 B x 2048 tokens"), std::string::npos)
+  EXPECT_NE(r.out.find("fixed 1.00 + 0.2000 x churn 89.62 + 1000 B/token x 2048 tokens"), std::string::npos)
       << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
   r = run(g + "--gpus 32 --zero 3 --recompute selective --calibration " + cal + " --calibration-gpu 'NVIDIA B200'");

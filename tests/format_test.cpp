@@ -71,5 +71,15 @@ TEST(Format, PrintableCutsTheMiddle) {
   EXPECT_EQ(u, "\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc...\xc3\xbc\xc3\xbc\xc3\xbc\xc3\xbc");
 }
 
+
+// Issue 33 item 8: a rate in bytes reads in the largest unit that leaves at least 1 of it. 1,151,620.5 B is
+// 1151620.5 / 2^20 = 1.098 MiB.
+TEST(Format, BytesInReadableUnits) {
+  EXPECT_EQ(bytes_str(512), "512 B");
+  EXPECT_EQ(bytes_str(1000), "1000 B");
+  EXPECT_EQ(bytes_str(1024), "1.00 KiB");
+  EXPECT_EQ(bytes_str(1151620.5), "1.10 MiB");
+  EXPECT_EQ(bytes_str(3.25 * 1024 * 1024 * 1024), "3.25 GiB");
+}
 }  // namespace
 }  // namespace headroom

@@ -197,6 +197,14 @@ void megatron_reader::read_parallel() {
     m_out.attention = attention_kind::flash;
     derive("attention", "flash", "--use-flash-attn");
   }
+  } else {
+    // Megatron's --attention-backend defaults to auto (megatron/training/arguments.py): TransformerEngine's
+    // flash or fused kernel, neither keeping the s x s scores; the local implementation's core is unfused.
+    const bool local = str("--transformer-impl") == std::optional<std::string>("local");
+    m_out.attention = local ? attention_kind::eager : attention_kind::flash;
+    derive("attention", local ? "eager" : "flash",
+           local ? "--transformer-impl local: the unfused attention core"
+                 : "--attention-backend absent: Megatron's default auto runs TransformerEngine's fused kernels");
 }
 
 // Returns the tokenizer's vocabulary before padding, from the tokenizers whose size is public, or nullopt.
@@ -322,7 +330,13 @@ std::string read_launch_file(const std::string& path) {
 launch_import load_megatron_args(const std::string& file_or_string,
                                  const std::map<std::string, std::string>& env) {
   if (is_launch_file(file_or_string))
-    return import_megatron_args(read_launch_file(file_or_string), file_or_string, env);
+  // A launch read from a file names its model by the file (ModelZoo's Qwen3-30B-A3B.yaml), not "megatron".
+  auto named = [](launch_import imp, const std::string& path) {
+    if (imp.model)
+      if (std::string name = model_name_of_file(path); !name.empty()) imp.model->name = std::move(name);
+    return imp;
+  };
+    return named(import_megatron_args(read_launch_file(file_or_string), file_or_string, env), file_or_string);
   // "FILE --flag ...": the file's launch with the flags after it, as sbatch_benchmarking.sh appends its own
   // arguments to the YAML's (ModelZoo @ e8650517 l.41-43; argparse: the last occurrence wins).
   const std::size_t space = file_or_string.find(' ');
@@ -333,7 +347,7 @@ launch_import load_megatron_args(const std::string& file_or_string,
     const auto extra = detail::read_launch_text(file_or_string.substr(space + 1), path, env);
     t.args.insert(t.args.end(), extra.args.begin(), extra.args.end());
     t.notes.push_back(std::to_string(extra.args.size()) + " words after the file appended to its arguments");
-    return detail::megatron_reader(t, path).run();
+    return named(detail::megatron_reader(t, path).run(), path);
   }
   return import_megatron_args(file_or_string, "megatron arguments", env);
 }
