@@ -15,7 +15,7 @@ namespace headroom::probes {
 namespace {
 
 #if defined(__linux__)
-// Returns the mapping of the regular, non-empty file at `path` of at most `cap` bytes, with its length in
+// Returns the mapping of the regular file at `path` of 8 MiB to `cap` bytes, with its length in
 // `len`, or nullptr for anything else: the reader then gives the refusal its usual wording. A device is never
 // opened (stat first, as read_regular_file does), and the opened descriptor is checked again.
 void* map_regular(const std::string& path, std::uintmax_t cap, std::size_t& len) {
@@ -24,7 +24,9 @@ void* map_regular(const std::string& path, std::uintmax_t cap, std::size_t& len)
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return nullptr;
   void* p = nullptr;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+  constexpr std::uintmax_t smallest_mapped = std::uintmax_t{8} << 20;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::uintmax_t>(st.st_size) >= smallest_mapped &&
       static_cast<std::uintmax_t>(st.st_size) <= cap) {
     len = static_cast<std::size_t>(st.st_size);
     // MAP_POPULATE: the pages of the page cache are mapped in one call instead of one fault each.
