@@ -309,7 +309,7 @@ void check_observation_floor(const observation_row& r, const problem& p, const l
                              const std::string& origin) {
   // Every kind of figure holds the state: the allocator's reserved and allocated peaks hold the live
   // tensors, the device's used memory holds the reserved bytes. The fixed overheads (CUDA context, NCCL)
-  // are not part of the floor even for device_used: the planner's 1056 MiB (planner/layout.hpp,
+  // are not part of the floor even for device_used: the planner's 1024 MiB (planner/layout.hpp,
   // device_spec::fixed_overheads) is a documented default, not a least value, and measuring the real one is
   // what a calibration on device_used figures is for (calibration.hpp, the fixed term).
   // And no figure of a GPU passes its memory: the problem's capacity (--gpu-type, --gpu-mem, or the default

@@ -118,6 +118,7 @@ void merge(plan_options& o, const launch_import& imp) {
     o.loss_as_layer = imp.split->loss_as_layer;
     o.imported.emplace_back("--pp-layout");
   }
+  if (imp.workspaces) o.workspaces = *imp.workspaces;
   if (imp.alloc_conf && o.alloc_conf.empty()) {
     o.alloc_conf = *imp.alloc_conf;
     o.alloc_conf_from = imp.origin;

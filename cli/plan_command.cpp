@@ -280,6 +280,8 @@ problem problem_from(const plan_options& o) {
                             given(o, "--pad-to-capacity") || given(o, "--dispatcher");
   p.device.reserve.fixed = gib_flag(o.reserve_gib, "reserve");
   p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
+  p.device.allocator_workspaces =
+      allocator_workspaces(o.gpu_type.empty() ? "" : find_gpu_type(o.gpu_type).arch, o.workspaces);
   p.training.loss = named<loss_kind>(o.loss, "loss");
   p.training.split = {o.pp_layout, o.first_stage_layers, o.last_stage_layers, o.embedding_as_layer,
                       o.loss_as_layer};

@@ -8,6 +8,7 @@
 #include "planner/cost_model.hpp"
 #include "planner/layout.hpp"
 #include "planner/suggest.hpp"
+#include "planner/workspaces.hpp"
 
 namespace headroom::cli {
 
@@ -54,6 +55,7 @@ struct plan_options {
   bool calibration_notes_in_output = false;  // `plan` prints the calibration's notes under its title
   std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config
   std::string alloc_conf, alloc_conf_from;  // PYTORCH_CUDA_ALLOC_CONF a launch sets, and which launch
+  workspace_use workspaces;  // the libraries with workspaces a launch runs (Megatron: TransformerEngine)
   std::vector<std::int64_t> pp_layout;
   std::int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;
@@ -72,12 +74,12 @@ struct plan_options {
 
 // Returns whether option `name` ("--reserve") was given on the command line.
 bool given(const plan_options& o, const char* name);
-
-// Adds the model, training, layout and device options that plan, trace and probe share.
 // Returns whether the attention kernel is --hf-config's default: flash (SDPA's fused kernels, what
 // transformers runs by default since it took SDPA as its attn_implementation) when neither --attention nor a
 // launch file names one. Presets and model files keep the reference case's eager attention.
 bool hf_default_attention(const plan_options& o);
+
+// Adds the model, training, layout and device options that plan, trace and probe share.
 void add_problem_options(CLI::App* c, plan_options& o);
 
 // Adds the `plan` subcommand to `app`; its options fill `o`.

@@ -324,7 +324,7 @@ int run_trace(const trace_options& o) {
   say << "  peak live bytes " << gib_str(peak.bytes, 2) << " GiB at event " << peak.event << " ("
             << to_string(t.events[peak.event].when) << ", "
             << printable(t.tensors[static_cast<std::size_t>(t.events[peak.event].tensor)].name) << ")\n";
-  say << "  planner: persistent + transient + activations + max(working set, output phase) = "
+  say << "  planner: library workspaces + persistent + transient + activations + max(working set, output phase) = "
             << gib_str(b.stages[static_cast<std::size_t>(t.stage)].step_peak, 2) << " GiB\n";
   if (!o.json_out.empty() && o.json_out != "-") say << "  written to " << printable(o.json_out) << "\n";
   return exit_fits;

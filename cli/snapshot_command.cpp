@@ -254,8 +254,8 @@ nlohmann::json write_least_card(std::ostream& out, const what_if_row& recorded,
   const bool measured = side && side->outside_allocator > 0;
   const std::int64_t fixed = measured ? side->outside_allocator : device_spec{}.fixed_overheads;
   const std::string fixed_from =
-      measured ? "outside the allocator when the capture ended (CUDA context, NCCL, cuBLAS; measured, sidecar)"
-               : "CUDA context, cuBLAS and NCCL (the default fixed overheads, uncalibrated: docs/fixed-overheads.md)";
+      measured ? "outside the allocator when the capture ended (CUDA context, NCCL; measured, sidecar)"
+               : "CUDA context and NCCL (the default fixed overheads, uncalibrated: docs/fixed-overheads.md)";
   if (!recorded.least_capacity) {
     out << "least card: not found: out of memory at the capacity under the recorded settings (give a larger "
            "--gpu-mem)\n";

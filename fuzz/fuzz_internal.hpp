@@ -45,5 +45,8 @@ void fuzz_outputs(std::string_view bytes);
 void fuzz_megatron_args(std::string_view bytes);
 void fuzz_deepspeed_config(std::string_view bytes);
 void fuzz_torchtitan_config(std::string_view bytes);
+// The run readers' targets (readers_target.cpp): observe's rows (CSV or JSON) and a capture's sidecar.
+void fuzz_observations(std::string_view bytes);
+void fuzz_sidecar(std::string_view bytes);
 
 }  // namespace headroom::fuzz

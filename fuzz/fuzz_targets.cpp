@@ -98,7 +98,8 @@ const std::vector<std::string>& fuzz_target_names() {
   static const std::vector<std::string> names = {
       "model",       "hf_config",     "recipe",           "problem",          "trace",
       "measurement", "calibration",   "snapshot",         "launcher",         "printable",
-      "outputs",     "megatron_args", "deepspeed_config", "torchtitan_config"};
+      "outputs",     "megatron_args", "deepspeed_config", "torchtitan_config", "observations",
+      "sidecar"};
   return names;
 }
 
@@ -112,7 +113,9 @@ int fuzz_one(std::string_view target, const std::uint8_t* data, std::size_t size
       {"outputs", fuzz_outputs},
       {"megatron_args", fuzz_megatron_args},
       {"deepspeed_config", fuzz_deepspeed_config},
-      {"torchtitan_config", fuzz_torchtitan_config}};
+      {"torchtitan_config", fuzz_torchtitan_config},
+      {"observations", fuzz_observations},
+      {"sidecar", fuzz_sidecar}};
   if (const auto it = byte_targets.find(target); it != byte_targets.end()) {
     it->second(bytes);
     return 0;

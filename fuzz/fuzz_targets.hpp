@@ -14,7 +14,8 @@ namespace headroom::fuzz {
 // The targets: model (preset / model file), hf_config, recipe, problem (problem + layout), trace,
 // measurement (record), calibration, snapshot (PyTorch pickle or JSON), launcher (the launchers'
 // environment variables), printable (strings made safe to print), outputs (output files, however spelt),
-// megatron_args, deepspeed_config and torchtitan_config (the launch importers, planner/imports/).
+// megatron_args, deepspeed_config and torchtitan_config (the launch importers, planner/imports/),
+// observations (`headroom observe`'s rows) and sidecar (a capture's JSON beside its snapshot).
 const std::vector<std::string>& fuzz_target_names();
 
 // Feeds `size` bytes to reader `target` (a name from fuzz_target_names()). Returns 0; a violated invariant

@@ -46,8 +46,9 @@ struct stage_breakdown {
   std::int64_t logits = 0;           // one fp32 logits copy on the last stage; in the reserve, not added
   std::int64_t working_set = 0;      // one layer's backward working set (ledger.hpp)
   std::int64_t output_phase = 0;     // last stage: the loss's tensors (output_phase_tensors)
-  std::int64_t step_peak = 0;        // persistent + transient + activations + max(output_phase, working_set)
-  std::int64_t fixed_overheads = 0;  // outside the allocator: context, cuBLAS, NCCL (device_spec)
+  std::int64_t allocator_workspaces = 0;  // cuBLAS and TransformerEngine workspaces in the allocator (device_spec)
+  std::int64_t step_peak = 0;  // workspaces + persistent + transient + activations + max(output_phase, working_set)
+  std::int64_t fixed_overheads = 0;  // outside the allocator: context, NCCL (device_spec)
   std::int64_t peak_total = 0;       // step_peak + fixed_overheads
   std::int64_t reserve = 0;
   std::int64_t total = 0;  // state + activations + reserve: the reference total
@@ -60,7 +61,9 @@ struct stage_breakdown {
   // Returns the total that decides: the larger of the reference total and the step peak + fixed overheads.
   std::int64_t decisive_total() const { return peak_decides() ? peak_total : total; }
   // Returns the five terms the verdict derives from (stage_terms.hpp), bytes.
-  stage_terms terms() const { return {persistent, transient, activations, working_set, output_phase}; }
+  stage_terms terms() const {
+    return {persistent, transient, activations, working_set, output_phase, allocator_workspaces};
+  }
   // Returns whether it fits with under 5% of the capacity left (is_tight).
   bool tight() const { return fits && is_tight(headroom, capacity); }
 };

@@ -301,7 +301,8 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
   }
   o << "  total = state " << gib_str(w.state) << " + activations " << gib_str(w.activations) << " + reserve "
     << gib_str(w.reserve) << " = " << gib_str(w.total) << " GiB (the reference total)\n";
-  o << "  step peak = persistent " << gib_str(w.persistent) << " + transient " << gib_str(w.transient)
+  o << "  step peak = " << (w.allocator_workspaces ? "library workspaces " + gib_str(w.allocator_workspaces, 2) + " + " : "")
+    << "persistent " << gib_str(w.persistent) << " + transient " << gib_str(w.transient)
     << " + activations " << gib_str(w.activations) << " + max(backward working set " << gib_str(w.working_set)
     << ", output phase " << gib_str(w.output_phase) << ") = " << gib_str(w.step_peak) << " GiB\n";
   if (w.output_phase)
@@ -320,7 +321,7 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
       << (p.training.loss == loss_kind::unfused ? " + the final norm's and output layer's saved inputs" : "")
       << " = " << gib_str(w.output_phase, 2) << " GiB\n";
   o << "  step peak + fixed overheads " << gib_str(w.fixed_overheads, 2)
-    << " (context, cuBLAS, NCCL) = " << gib_str(w.peak_total) << " GiB\n";
+    << " (context, NCCL) = " << gib_str(w.peak_total) << " GiB\n";
   o << "  decided by: " << (w.peak_decides() ? "the step peak + fixed overheads (" : "the reference total (")
     << gib_str(w.decisive_total()) << " GiB, the larger of the two)\n";
   o << "  headroom = " << trim(cap, 1) << " - " << gib_str(w.decisive_total()) << " = " << gib_str(w.headroom)

@@ -70,6 +70,8 @@ void validate(const training_spec& t, const device_spec& d) {
   if (!(d.reserve.activation_extra >= -0.9) || d.reserve.activation_extra > 100)
     throw bad_input("calibration", "the activation term must be finite and between -0.9 and 100 bytes per byte");
   if (d.fixed_overheads < 0) throw bad_input("fixed-overheads", "must not be negative");
+  if (d.allocator_workspaces < 0 || d.allocator_workspaces >= d.capacity)
+    throw bad_input("allocator-workspaces", "must be between 0 and gpu-mem");
   if (d.fixed_overheads >= d.capacity) throw bad_input("fixed-overheads", "must be smaller than gpu-mem");
   if (d.gpus_per_node <= 0 || d.gpus_per_node > max_gpus_per_node)
     throw bad_input("gpus-per-node", "must be between 1 and " + std::to_string(max_gpus_per_node) +

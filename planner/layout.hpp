@@ -211,9 +211,14 @@ struct device_spec {
   bool capacity_assumed = false;
   reserve_model
       reserve;  // kept back for context, NCCL, fragmentation (planner/reserve.hpp; 10 GiB by default)
-  // Memory outside the allocator that the step peak must leave room for: CUDA context (512 MiB), cuBLAS
-  // workspace (32 MiB), NCCL buffers (512 MiB): a documented default until `probe overheads` measures it.
-  std::int64_t fixed_overheads = 1056 * mib;
+  // Library workspaces allocated through the caching allocator at first use and kept all run (PyTorch's two
+  // cuBLAS workspaces, TransformerEngine's when the launch uses it: planner/workspaces.hpp); inside allocated
+  // and reserved memory, so the step peak counts them and the step trace allocates them first. Default:
+  // PyTorch's two of 32 MiB (sm90, or an unknown GPU); --gpu-type and a launch's libraries size them.
+  std::int64_t allocator_workspaces = 64 * mib;
+  // Memory outside the allocator that the step peak must leave room for: CUDA context (512 MiB) and NCCL
+  // buffers (512 MiB): a documented default until `probe overheads` measures it (docs/fixed-overheads.md).
+  std::int64_t fixed_overheads = 1024 * mib;
   int gpus_per_node = 8;
 };
 
@@ -353,7 +358,7 @@ void validate(const problem& p, const layout& l);
 inline constexpr const char* default_recipe = "bf16-adam";
 // Returns a problem for `m` with the reference defaults: default_recipe, the model's own sequence length,
 // and training_spec's and device_spec's defaults (micro-batch 1, global batch 1536, 192 GiB GPUs with a
-// 10 GiB reserve, 1056 MiB of fixed overheads, 8 GPUs per node). The CLI's defaults read these.
+// 10 GiB reserve, 1024 MiB of fixed overheads, 64 MiB of library workspaces, 8 GPUs per node). The CLI's defaults read these.
 problem default_problem(model_spec m);
 // Throws bad_input when the training or device settings are non-positive or absurd.
 void validate(const training_spec& t, const device_spec& d);

@@ -124,6 +124,7 @@ nlohmann::json problem_to_json(const problem& p) {
             {"reserve_bytes", p.device.reserve.fixed},
             {"reserve", reserve_to_json(p.device.reserve)},
             {"fixed_overheads_bytes", p.device.fixed_overheads},
+            {"allocator_workspaces_bytes", p.device.allocator_workspaces},
             {"gpus_per_node", p.device.gpus_per_node}}}};
   // Recompute modules and MoE routing only where they are not the default (a dense problem's JSON is unchanged).
   if (p.training.recompute_modules != default_recompute_modules)
@@ -175,8 +176,9 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
   }
   const auto& d = j["device"];
   const std::string dn = origin + ".device";
-  require_known_keys(d, {"capacity_bytes", "reserve_bytes", "reserve", "fixed_overheads_bytes", "gpus_per_node"},
-                     dn);
+  require_known_keys(
+      d, {"capacity_bytes", "reserve_bytes", "reserve", "fixed_overheads_bytes", "allocator_workspaces_bytes", "gpus_per_node"},
+      dn);
   p.device.capacity = int_field(d, "capacity_bytes", dn, 1, INT64_MAX / 4);
   if (auto r = d.find("reserve"); r != d.end())
     p.device.reserve = reserve_from_json(*r, dn + ".reserve");
@@ -184,6 +186,8 @@ problem problem_from_json(const nlohmann::json& j, const std::string& origin) {
     p.device.reserve.fixed = int_field(d, "reserve_bytes", dn, 0, INT64_MAX / 4);
   p.device.fixed_overheads =
       opt_int_field(d, "fixed_overheads_bytes", dn, 0, INT64_MAX / 4).value_or(p.device.fixed_overheads);
+  p.device.allocator_workspaces = opt_int_field(d, "allocator_workspaces_bytes", dn, 0, INT64_MAX / 4)
+                                      .value_or(p.device.allocator_workspaces);
   p.device.gpus_per_node =
       static_cast<int>(opt_int_field(d, "gpus_per_node", dn, 1, max_degree).value_or(p.device.gpus_per_node));
   validate(p.model);

@@ -32,13 +32,15 @@ inline bool total_grows_with_activations(const device_spec& d) {
   return d.reserve.fixed_only() || (d.reserve.fragmentation >= 0 && d.reserve.activation_extra >= 0);
 }
 
-// One stage's rank: the terms the analytic model adds up (estimate.hpp derives each), in bytes.
+// One stage's rank: the terms the analytic model adds up (estimate.hpp derives each), in bytes. The reference
+// total leaves the library workspaces to the reserve; the step peak counts them.
 struct stage_terms {
   std::int64_t persistent = 0;    // params + grads + master + optimizer kept on the GPU
   std::int64_t transient = 0;     // ZeRO-3: unsharded layers gathered in flight
   std::int64_t activations = 0;   // layer and embedding activations alive at once
   std::int64_t working_set = 0;   // one layer's backward working set
   std::int64_t output_phase = 0;  // last stage: the loss's tensors; 0 on the others
+  std::int64_t workspaces = 0;    // library workspaces in the allocator (device_spec::allocator_workspaces)
 
   // Returns the state, bytes: persistent + transient (the reference case's "state" column).
   constexpr std::int64_t state() const { return persistent + transient; }
@@ -49,8 +51,9 @@ struct stage_terms {
   // Returns the churning bytes the reserve's fragmentation term grows with: transient + activations +
   // max(working set, output phase).
   constexpr std::int64_t churn() const { return transient + activations + peak_extra(); }
-  // Returns the step peak, bytes: persistent + transient + activations + max(working set, output phase).
-  constexpr std::int64_t step_peak() const { return held() + peak_extra(); }
+  // Returns the step peak, bytes: library workspaces + persistent + transient + activations + max(working
+  // set, output phase): what the allocator has handed out at the step's peak (max_memory_allocated).
+  constexpr std::int64_t step_peak() const { return workspaces + held() + peak_extra(); }
   // Returns the reserve on device `d` for a micro-batch of `tokens` tokens on this rank, bytes
   // (reserve.hpp).
   std::int64_t reserve(const device_spec& d, std::int64_t tokens) const {

@@ -147,7 +147,7 @@ std::int64_t layout_search::per_rank_floor() const {
       const std::int64_t ws = m_params.moe_before.empty() ? v.peaks.working_set_of(mode)
                                                           : std::min(v.peaks.working_set_of(mode),
                                                                      v.peaks.moe_working_set[static_cast<std::size_t>(mode)]);
-      const std::int64_t peak = a + ws + p.device.fixed_overheads;
+      const std::int64_t peak = a + ws + p.device.allocator_workspaces + p.device.fixed_overheads;
       best = std::min(best, std::max(seed, peak));
     }
   }
@@ -252,7 +252,7 @@ bool layout_search::visit_states(search_point& x, const variant& v, const pipeli
       for (std::size_t i = 0; i < n; ++i) {
         const stage_terms terms{w.persistent[i], w.transient[i], activations[i],
                                 stage_working_set(v.peaks, l, places[i], sh.unsharded_grad),
-                                places[i].last ? v.peaks.output_phase : 0};
+                                places[i].last ? v.peaks.output_phase : 0, device.allocator_workspaces};
         t.decisive = i == 0 ? terms.decisive_total(device, sh.tokens)
                             : std::max(t.decisive, terms.decisive_total(device, sh.tokens));
       }

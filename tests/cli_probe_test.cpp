@@ -21,7 +21,7 @@ TEST(CliProbe, SimReplayMatchesThePlannerAndWritesARecord) {
   const std::string json = scratch("m.json"), svg = scratch("t.svg");
   auto r = run("probe replay " + z3 + "--json " + json + " --timeline " + svg);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("  peak requested, GiB                  171.11       171.11"), std::string::npos)
+  EXPECT_NE(r.out.find("  peak requested, GiB                  171.17       171.17"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("CUDA context and NCCL are not modelled"), std::string::npos);
   auto j = nlohmann::json::parse(slurp(json));
@@ -49,12 +49,12 @@ TEST(CliProbe, TraceFileReplaysToTheSamePeak) {
   const std::string trace = scratch("trace.json");
   auto t = run("trace " + z3 + "--json " + trace);
   ASSERT_EQ(t.status, 0) << t.err;
-  EXPECT_NE(t.out.find("peak live bytes 171.11 GiB"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("peak live bytes 171.17 GiB"), std::string::npos) << t.out;
   auto j = nlohmann::json::parse(slurp(trace));
   EXPECT_TRUE(schema_is(j, "headroom.trace/1")) << j["schema"];
   auto r = run("probe replay " + z3 + "--trace " + trace);
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("171.11       171.11"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("171.17       171.17"), std::string::npos) << r.out;
 }
 
 TEST(CliProbe, OutOfMemoryNamesTheEventAndExitsThree) {

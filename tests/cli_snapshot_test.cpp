@@ -159,14 +159,14 @@ TEST(CliSnapshot, ExpandableVerdictAndLeastCard) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["answers"]["expandable_segments"]["saving_bytes"], peak_off - peak_on);
   const std::int64_t alloc = j["answers"]["least_card"]["allocator_bytes"];
-  EXPECT_EQ(j["answers"]["least_card"]["bytes"], alloc + 1056 * capsnap_mib);  // planner/layout.hpp default
+  EXPECT_EQ(j["answers"]["least_card"]["bytes"], alloc + 1024 * capsnap_mib);  // planner/layout.hpp default
   EXPECT_EQ(run("probe snapshot " + capsnap_fwd100 + " --gpu-mem " + std::to_string(alloc / capsnap_mib) + "MiB").status, 0);
   EXPECT_EQ(run("probe snapshot " + capsnap_fwd100 + " --gpu-mem " + std::to_string(alloc / capsnap_mib - 2) + "MiB").status, 3);
   r = run("probe snapshot " + capsnap_fwd100 + " --what-if");
   const std::string saving = peak_off >= peak_on ? "saves " + capsnap_mib_text(peak_off - peak_on)
                                                  : "costs " + capsnap_mib_text(peak_on - peak_off);
   EXPECT_NE(r.out.find("\nexpandable_segments: " + saving), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\nleast card: " + capsnap_mib_text(alloc + 1056 * capsnap_mib)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nleast card: " + capsnap_mib_text(alloc + 1024 * capsnap_mib)), std::string::npos) << r.out;
   // With a sidecar, the memory outside the allocator is the capture's measured figure (558 MiB).
   const auto snap = capsnap_with_sidecar("card", capsnap_sidecar("snapshot.pickle"));
   r = run("probe snapshot " + snap + " --what-if --json -");

@@ -85,7 +85,8 @@ TEST(Layout, DefaultsAreTheLibrarys) {
   EXPECT_EQ(p.training.micro_batch, 1);
   EXPECT_EQ(p.device.capacity, 192 * gib);
   EXPECT_EQ(p.device.reserve.fixed, 10 * gib);
-  EXPECT_EQ(p.device.fixed_overheads, 1056 * mib);
+  EXPECT_EQ(p.device.fixed_overheads, 1024 * mib);     // CUDA context and NCCL
+  EXPECT_EQ(p.device.allocator_workspaces, 64 * mib);  // PyTorch's two cuBLAS workspaces
   EXPECT_EQ(p.device.gpus_per_node, 8);
   EXPECT_EQ(p.precision.name, default_recipe);
 }

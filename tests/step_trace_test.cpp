@@ -50,8 +50,8 @@ TEST(StepTrace, PeakEqualsThePlannersTermsOverASweep) {
               for (int k = 0; k < pp; ++k) {
                 const step_trace t = build_trace(p, l, k);
                 const auto& s = b.stages[static_cast<std::size_t>(k)];
-                EXPECT_EQ(trace_peak(t).bytes, s.persistent + s.transient + s.activations +
-                                                   std::max(s.working_set, s.output_phase))
+                EXPECT_EQ(trace_peak(t).bytes, s.allocator_workspaces + s.persistent + s.transient +
+                                                   s.activations + std::max(s.working_set, s.output_phase))
                     << mc.name << " tp=" << tp << " pp=" << pp << " vpp=" << vpp << " zero=" << zero << " "
                     << to_string(r) << " stage " << k;
                 EXPECT_EQ(trace_peak(t).bytes, s.step_peak);
@@ -82,7 +82,9 @@ TEST(StepTrace, WellFormedAndEndsWithOnlyTheState) {
     }
   }
   for (std::size_t i = 0; i < t.tensors.size(); ++i)
-    EXPECT_EQ(live[i] == 1, t.tensors[i].name.rfind("state.", 0) == 0) << t.tensors[i].name;
+    // What stays: the state and the library workspaces (allocated first, kept all run).
+    EXPECT_EQ(live[i] == 1, t.tensors[i].name.rfind("state.", 0) == 0 || t.tensors[i].name == "library_workspaces")
+        << t.tensors[i].name;
   EXPECT_EQ(t.events.front().when, phase::state);
   EXPECT_EQ(t.events.back().when, phase::optimizer);
   // Stage 1 of 4 warms up 2 micro-batches, so 4 are traced: the 1F1B steady state is reached.
@@ -210,8 +212,8 @@ TEST(StepTrace, MoePresetsPeakAtThePlannersStepPeak) {
           const auto& s = b.stages[static_cast<std::size_t>(k)];
           ASSERT_GT(s.moe_layers, 0);
           const step_trace t = build_trace(p, l, k);
-          EXPECT_EQ(trace_peak(t).bytes,
-                    s.persistent + s.transient + s.activations + std::max(s.working_set, s.output_phase))
+          EXPECT_EQ(trace_peak(t).bytes, s.allocator_workspaces + s.persistent + s.transient + s.activations +
+                                             std::max(s.working_set, s.output_phase))
               << mc.name << " pp=" << mc.pp << " vpp=" << mc.vpp << " zero=" << zero << " " << to_string(r)
               << " stage " << k;
           EXPECT_EQ(trace_peak(t).bytes, s.step_peak);

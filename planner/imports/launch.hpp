@@ -15,6 +15,7 @@
 
 #include "planner/layout.hpp"
 #include "planner/model_spec.hpp"
+#include "planner/workspaces.hpp"
 
 namespace headroom {
 
@@ -55,6 +56,7 @@ struct launch_import {
   bool pad_to_capacity = false;
   std::optional<std::string>
       alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as the launch sets it (ModelZoo's ENV_VARS)
+  std::optional<workspace_use> workspaces;  // the libraries with workspaces it runs (planner/workspaces.hpp)
   // The framework refuses a layer count that does not divide over the pipeline stages when no split is stated
   // (Megatron: arguments.py l.985-998); the CLI checks the pp it plans.
   bool needs_even_split = false;

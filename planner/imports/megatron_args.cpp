@@ -59,6 +59,7 @@ void megatron_reader::classify() {
       return s;
     };
     if (f->arity == flag_arity::none && values.size() == 1 && m_text.yaml) {  // `--sequence-parallel: ture`
+      if (!values[0].unresolved.empty()) word(name.c_str());  // ModelZoo's ${MOE_GROUPED_GEMM}: names the variable
       const std::string near = closest_name(values[0].text, {"true", "false"});
       throw bad_input(name, "is a switch: write true or false in the YAML, got '" +
                                 printable(values[0].text, 40) + "'" +
@@ -160,6 +161,7 @@ launch_import megatron_reader::run() {
         "PYTORCH_CUDA_ALLOC_CONF", printable(it->second.text, 80),
         m_text.env_vars.count("PYTORCH_CUDA_ALLOC_CONF") ? "the YAML's ENV_VARS" : "set by the launch text");
   }
+  read_workspaces();
   return std::move(m_out);
 }
 
@@ -196,7 +198,6 @@ void megatron_reader::read_parallel() {
   } else if (has("--use-flash-attn")) {
     m_out.attention = attention_kind::flash;
     derive("attention", "flash", "--use-flash-attn");
-  }
   } else {
     // Megatron's --attention-backend defaults to auto (megatron/training/arguments.py): TransformerEngine's
     // flash or fused kernel, neither keeping the s x s scores; the local implementation's core is unfused.
@@ -205,6 +206,7 @@ void megatron_reader::read_parallel() {
     derive("attention", local ? "eager" : "flash",
            local ? "--transformer-impl local: the unfused attention core"
                  : "--attention-backend absent: Megatron's default auto runs TransformerEngine's fused kernels");
+  }
 }
 
 // Returns the tokenizer's vocabulary before padding, from the tokenizers whose size is public, or nullopt.
@@ -329,13 +331,13 @@ std::string read_launch_file(const std::string& path) {
 
 launch_import load_megatron_args(const std::string& file_or_string,
                                  const std::map<std::string, std::string>& env) {
-  if (is_launch_file(file_or_string))
   // A launch read from a file names its model by the file (ModelZoo's Qwen3-30B-A3B.yaml), not "megatron".
   auto named = [](launch_import imp, const std::string& path) {
     if (imp.model)
       if (std::string name = model_name_of_file(path); !name.empty()) imp.model->name = std::move(name);
     return imp;
   };
+  if (is_launch_file(file_or_string))
     return named(import_megatron_args(read_launch_file(file_or_string), file_or_string, env), file_or_string);
   // "FILE --flag ...": the file's launch with the flags after it, as sbatch_benchmarking.sh appends its own
   // arguments to the YAML's (ModelZoo @ e8650517 l.41-43; argparse: the last occurrence wins).

@@ -61,6 +61,7 @@ class megatron_reader {
   void read_optimizer_dtypes();
   void read_recompute();
   void read_world();
+  void read_workspaces();
 };
 
 }  // namespace headroom::detail

@@ -105,6 +105,8 @@ constexpr megatron_flag read_flags[] = {
     {"--recompute-activations", fa::none, rd, ""},
     {"--use-flash-attn", fa::none, rd, ""},
     {"--attention-backend", fa::one, rd, ""},
+    {"--moe-grouped-gemm", fa::none, rd, ""},
+    {"--deterministic-mode", fa::none, rd, ""},
 };
 
 // Flags that change memory and that the planner does not model: listed, and refused by the CLI unless
@@ -185,7 +187,6 @@ constexpr const char* unused_flags[] = {
     "--adam-beta2",
     "--adam-eps",
     "--moe-router-load-balancing-type",
-    "--moe-grouped-gemm",
     "--moe-aux-loss-coeff",
     "--moe-z-loss-coeff",
     "--moe-router-group-topk",

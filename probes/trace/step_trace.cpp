@@ -354,6 +354,11 @@ step_trace build_trace(const problem& p, const layout& l, int stage) {
   t.microbatches_traced = m;
   trace_builder tb(t);
 
+  // The library workspaces (cuBLAS, TransformerEngine) come first: the first GEMM allocates them through the
+  // caching allocator and they stay (device_spec::allocator_workspaces, planner/workspaces.hpp).
+  if (p.device.allocator_workspaces > 0)
+    tb.alloc("library_workspaces", {p.device.allocator_workspaces}, 1, p.device.allocator_workspaces,
+             phase::state);
   allocate_state(p, l, sb, tb);
   // DeepSpeed ZeRO-3 makes its one reduce bucket with the optimizer and keeps it (stage3.py __init__:
   // __ipg_bucket_flat_buffer = torch.empty(reduce_bucket_size) under contiguous_gradients).

@@ -1,6 +1,7 @@
 // step_trace.hpp: one training step on one rank as an ordered list of tensor events, built from the
 // planner's ledger. The probes replay it through an allocator over a device; the identity
-//   peak live bytes = persistent + transient + activations + max(backward working set, output phase)
+//   peak live bytes = library workspaces + persistent + transient + activations + max(backward working set,
+//                     output phase)
 // ties it to the planner (stage_breakdown::step_peak) and is tested over presets and layouts.
 #pragma once
 
