@@ -17,6 +17,9 @@ std::string megatron_flags(std::string_view flag, const std::string& v) {
   if (flag == "--seq") return "--seq-length " + v;
   if (flag == "--micro-batch") return "--micro-batch-size " + v;
   if (flag == "--offload-optimizer") return "--optimizer-cpu-offload";
+  // --attention-backend (megatron/training/arguments.py): unfused keeps the s x s scores, flash does not.
+  if (flag == "--attention" && (v == "eager" || v == "flash"))
+    return "--attention-backend " + std::string(v == "eager" ? "unfused" : "flash");
   return "";
 }
 
@@ -39,24 +42,42 @@ std::string deepspeed_key(std::string_view flag, const std::string& v) {
 
 }  // namespace
 
+namespace {
+
+// Returns how a launch of `kind` (0 Megatron arguments, 1 a torchtitan file, 2 a DeepSpeed JSON) changes
+// setting `flag` to `v`, "" when it cannot state it.
+std::string change_in(int kind, std::string_view flag, const std::string& v) {
+  if (kind == 0) {
+    const std::string m = megatron_flags(flag, v);
+    return m.empty() ? "" : "append " + m + " to --megatron-args";
+  }
+  if (kind == 1) {
+    const std::string k = torchtitan_key(flag, v);
+    return k.empty() ? "" : "--torchtitan-override " + k;
+  }
+  const std::string k = deepspeed_key(flag, v);
+  return k.empty() ? "" : "set " + k + " in the DeepSpeed JSON";
+}
+
+int launch_kind(const plan_options& o) {
+  return !o.megatron_args.empty() ? 0 : !o.torchtitan_config.empty() ? 1 : 2;
+}
+
+}  // namespace
+
+std::string launch_change(const plan_options& o, std::string_view flag, std::string_view value) {
+  return change_in(launch_kind(o), flag, std::string(value));
+}
+
 flag_spelling launch_spelling(const plan_options& o) {
   if (o.imported.empty()) return {};
   const std::vector<std::string> stated = o.imported;
-  const int kind = !o.megatron_args.empty() ? 0 : !o.torchtitan_config.empty() ? 1 : 2;
+  const int kind = launch_kind(o);
   return [stated, kind](std::string_view flag, std::string_view value) -> std::string {
     const std::string v(value);
-    const std::string plain = v.empty() ? std::string(flag) : std::string(flag) + " " + v;
-    if (std::find(stated.begin(), stated.end(), flag) == stated.end()) return plain;
-    if (kind == 0) {
-      const std::string m = megatron_flags(flag, v);
-      return m.empty() ? "" : "append " + m + " to --megatron-args";
-    }
-    if (kind == 1) {
-      const std::string k = torchtitan_key(flag, v);
-      return k.empty() ? "" : "--torchtitan-override " + k;
-    }
-    const std::string k = deepspeed_key(flag, v);
-    return k.empty() ? "" : "set " + k + " in the DeepSpeed JSON";
+    if (std::find(stated.begin(), stated.end(), flag) == stated.end())
+      return v.empty() ? std::string(flag) : std::string(flag) + " " + v;
+    return change_in(kind, flag, v);
   };
 }
 

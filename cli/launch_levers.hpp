@@ -12,5 +12,9 @@ namespace headroom::cli {
 // Returns the spelling for the advice of a plan whose options `o` an import filled (o.imported); an empty
 // function (the flags as they are) when no launch was imported.
 flag_spelling launch_spelling(const plan_options& o);
+// Returns how the launch `o` imported (Megatron arguments, a torchtitan file, a DeepSpeed JSON) changes the
+// setting `flag` (a headroom flag) to `value` ("append --attention-backend unfused to --megatron-args"), ""
+// when the launch has no way to state it.
+std::string launch_change(const plan_options& o, std::string_view flag, std::string_view value);
 
 }  // namespace headroom::cli

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "launch_levers.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "planner/imports/deepspeed_config.hpp"
@@ -35,9 +36,12 @@ std::string shown(const T& v) {
 template <class T, class U>
 void check_agrees(const plan_options& o, const launch_import& imp, const char* flag, const T& cli, const U& file) {
   if (!o.app || o.app->count(flag) == 0 || static_cast<T>(file) == cli) return;
+  // The launch's own spelling of the command line's value, where there is one (launch_levers.cpp).
+  const std::string how = launch_change(o, flag, shown(cli));
   throw bad_input(imp.origin, "states " + std::string(flag) + " " + shown(static_cast<T>(file)) +
                                   ", the command line " + flag + " " + shown(cli) + ": drop " + flag +
-                                  " to plan the file's, or change it " + imp.change_hint);
+                                  " to plan the file's, or " +
+                                  (how.empty() ? "change it " + imp.change_hint : how));
 }
 
 // Sets `target` from an imported value unless the option `flag` was given on the command line (where it must

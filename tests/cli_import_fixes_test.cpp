@@ -48,8 +48,9 @@ TEST(CliImportFixes, PerOpPolicyWhereUnpricedNamesRecomputeAndTheOverride) {
                "FP8 linear layers: --torchtitan-override activation_checkpoint.mode=full (or none, or "
                "selective_ac_option=N), or --allow-unmodelled");
   // The command line's --recompute contradicts the file's policy: refused, not planned over it (issue 34, A).
-  refused_with(run(titan + "--recompute full"), "drop --recompute to plan the file's, or change it with "
-                                                "--torchtitan-override");
+  // The refusal spells the change as the launch makes it (cli/launch_levers.cpp, launch_change).
+  refused_with(run(titan + "--recompute full"), "drop --recompute to plan the file's, or --torchtitan-override "
+                                                "activation_checkpoint.mode=full");
   planned(run(titan + "--torchtitan-override activation_checkpoint.mode=full"));
   const result allowed = run(titan + "--allow-unmodelled --explain");
   planned(allowed);
@@ -167,6 +168,20 @@ TEST(CliImportFixes, ModelZooYamlStatesWhatItsRunnerSets) {
   refused_with(run(at + wrapper),
                "line 2 runs sbatch_benchmarking.sh, which launches "
                "model_configs/benchmarking/Qwen3-235B-A22B.yaml: give --megatron-args");
+}
+
+// A setting a Megatron launch leaves to its default (attention: TE's fused kernels) is still the launch's: a
+// contradicting flag is refused with the Megatron flag that changes it, and that flag, appended, plans.
+TEST(CliImportFixes, AttentionAgainstAMegatronLaunchNamesItsBackendFlag) {
+  const std::string args =
+      "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
+      "--micro-batch-size 1 --global-batch-size 8 --vocab-size 32000 --bf16";
+  const std::string at = "plan --gpus 8 --megatron-args \"" + args;
+  refused_with(run(at + "\" --attention eager"),
+               "drop --attention to plan the file's, or append --attention-backend unfused to --megatron-args");
+  const result appended = run(at + " --attention-backend unfused\" --attention eager");
+  planned(appended);
+  EXPECT_NE(appended.out.find("eager attention"), std::string::npos) << appended.out;
 }
 
 }  // namespace

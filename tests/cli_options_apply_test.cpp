@@ -76,7 +76,8 @@ TEST(OptionsApply, ALaunchFileAndTheCommandLineMustAgree) {
   const std::string with_ds = llama + "--deepspeed-config " + ds + " ";
   refused(with_ds + "--micro-batch 1", "states --micro-batch 8, the command line --micro-batch 1: drop --micro-batch");
   refused(with_ds + "--zero 1", "states --zero 3, the command line --zero 1");
-  EXPECT_NE(run(with_ds + "--zero 1").err.find("in the JSON"), std::string::npos);
+  EXPECT_NE(run(with_ds + "--zero 1").err.find("or set zero_optimization.stage 1 in the DeepSpeed JSON"),
+            std::string::npos);
   plans(with_ds + "--micro-batch 8 --zero 3");
   const std::string tt = data + "/torchtitan/train_configs/llama3/llama3_70b.toml";
   const std::string with_tt = "plan --gpus 64 --torchtitan-config " + tt + " ";
