@@ -23,7 +23,7 @@ const char* term_name(int i) {
 
 namespace {
 
-// The default of an unobserved fixed term: context, cuBLAS and NCCL of docs/fixed-overheads.md (the
+// The default of an unobserved fixed term: the context and NCCL of docs/fixed-overheads.md (the
 // planner's documented fixed overheads), not the reference case's 10 GiB, which also covers the other terms.
 const std::int64_t fixed_prior = device_spec{}.fixed_overheads;
 
@@ -262,7 +262,7 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
                    ? "not observed (no record holds the CUDA context: sim, snapshot, reserved or allocated "
                      "peaks); the documented " +
                          mib_str(fixed_prior, 0) +
-                         " MiB of context, cuBLAS and NCCL (docs/fixed-overheads.md) is kept"
+                         " MiB of context and NCCL (docs/fixed-overheads.md) is kept"
                    : "not observed by these records: 0";
     }
   }
