@@ -40,10 +40,6 @@ std::string deepspeed_key(std::string_view flag, const std::string& v) {
   return "";
 }
 
-}  // namespace
-
-namespace {
-
 // Returns how a launch of `kind` (0 Megatron arguments, 1 a torchtitan file, 2 a DeepSpeed JSON) changes
 // setting `flag` to `v`, "" when it cannot state it.
 std::string change_in(int kind, std::string_view flag, const std::string& v) {

@@ -249,9 +249,12 @@ problem problem_from(const plan_options& o) {
                                                  : named<attention_kind>(o.attention, "attention");
   p.device.capacity = gib_flag(o.gpu_mem_gib, "gpu-mem");
   p.device.capacity_assumed = o.gpu_type.empty() && !given(o, "--gpu-mem");
+  // The library workspaces sized for the GPU's architecture (unknown without --gpu-type: the larger sizes).
+  p.device.allocator_workspaces = allocator_workspaces("", o.workspaces);
   if (!o.gpu_type.empty()) {
     const gpu_type& g = find_gpu_type(o.gpu_type);
     p.device.gpu_type = g.name;
+    p.device.allocator_workspaces = allocator_workspaces(g.arch, o.workspaces);
     if (!given(o, "--gpu-mem")) p.device.capacity = g.capacity;
     if (!given(o, "--gpus-per-node")) p.device.gpus_per_node = g.gpus_per_node;
     // An FP8 recipe needs FP8 tensor cores: Transformer Engine and torchao refuse to run one without them.
@@ -280,8 +283,6 @@ problem problem_from(const plan_options& o) {
                             given(o, "--pad-to-capacity") || given(o, "--dispatcher");
   p.device.reserve.fixed = gib_flag(o.reserve_gib, "reserve");
   p.device.fixed_overheads = gib_flag(o.fixed_overheads_gib, "fixed-overheads");
-  p.device.allocator_workspaces =
-      allocator_workspaces(o.gpu_type.empty() ? "" : find_gpu_type(o.gpu_type).arch, o.workspaces);
   p.training.loss = named<loss_kind>(o.loss, "loss");
   p.training.split = {o.pp_layout, o.first_stage_layers, o.last_stage_layers, o.embedding_as_layer,
                       o.loss_as_layer};

@@ -1,9 +1,7 @@
 // megatron_workspaces.cpp: the library workspaces a Megatron-Core launch keeps in the caching allocator
 // (planner/workspaces.hpp), read from its flags and environment. Line numbers cite NVIDIA/Megatron-LM
 // @ d98e8a64 and NVIDIA/TransformerEngine @ 4329ff84 (the version Megatron's uv.lock pins).
-#include "planner/format.hpp"
 #include "planner/imports/megatron_args_detail.hpp"
-#include "planner/units.hpp"
 #include "planner/workspaces.hpp"
 
 namespace headroom::detail {
