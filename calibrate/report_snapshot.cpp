@@ -169,7 +169,8 @@ std::string timeline_svg(const view& v) {
   };
   auto Y = [&](double bytes) { return t + (H - t - b) * (1 - bytes / unit / ymax); };
   std::ostringstream s;
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+  s << "<svg class='chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H << "' width='"
+    << W << "' height='" << H
     << "' font-family='sans-serif' font-size='11' role='img' aria-label='memory timeline'>\n"
     << "<rect width='100%' height='100%' fill='white'/>\n";
   double step = ymax / 6;
@@ -232,13 +233,17 @@ std::string legend_html(const view& v) {
   std::size_t at = 0;
   for (std::size_t c = 0; c < v.columns.size(); ++c)
     if (v.columns[c].first <= v.peak_event && v.peak_event < v.columns[c].end) at = c;
+  std::vector<double> live;
+  for (std::size_t f = 0; f < v.frames.size(); ++f)
+    live.push_back(v.stacks.empty() ? 0.0 : static_cast<double>(v.stacks[at][f]));
+  const byte_unit u = unit_for(live);
   std::ostringstream s;
-  s << "<table class='legend'><tr><th>top user frame</th><th>live at the peak</th></tr>\n";
+  s << "<table class='legend'><tr><th>top user frame</th><th>live at the peak (" << u.name << ")</th></tr>\n";
   for (std::size_t f = 0; f < v.frames.size(); ++f) {
-    const std::int64_t b = v.stacks.empty() ? 0 : v.stacks[at][f];
+    const double b = live[f];
     s << "<tr><td><span class='sw' style='background:"
       << (f + 1 == v.frames.size() ? "#c7c7c7" : frame_fill[f % 12]) << "'></span>" << esc(v.frames[f])
-      << "</td><td>" << bytes_text(static_cast<double>(b)) << "</td></tr>\n";
+      << "</td><td>" << in_unit(b, u) << "</td></tr>\n";
   }
   s << "</table>\n";
   return s.str();
@@ -270,7 +275,8 @@ std::string segments_svg(const view& v) {
     x += std::min(w, W);
   }
   std::ostringstream s;
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << snap_px(y + rowh)
+  s << "<svg class='chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << snap_px(y + rowh)
+    << "' width='" << W << "' height='" << snap_px(y + rowh)
     << "' role='img' aria-label='segments at the peak'>\n"
     << body.str() << "</svg>";
   return s.str();
@@ -298,12 +304,16 @@ std::string snapshot_view_html(const probes::measurement_record& r) {
   if (v.largest.empty()) {
     h << "<p>No allocation was alive at the peak.</p>\n";
   } else {
-    h << "<table><tr><th>#</th><th>bytes</th><th>address</th><th>allocated by (open for the "
+    std::vector<double> sizes;
+    for (const auto& b : v.largest) sizes.push_back(static_cast<double>(b.bytes));
+    const byte_unit u = unit_for(sizes);
+    h << "<table><tr><th>#</th><th>size (" << u.name
+      << ")</th><th>address</th><th>allocated by (open for the "
          "stack)</th></tr>\n";
     for (std::size_t i = 0; i < v.largest.size(); ++i) {
       const auto& b = v.largest[i];
-      h << "<tr><td>" << i + 1 << "</td><td>" << bytes_text(static_cast<double>(b.bytes)) << "</td><td>"
-        << snap_hex(b.address) << "</td><td class='l'>";
+      h << "<tr><td>" << i + 1 << "</td><td>" << in_unit(sizes[i], u) << "</td><td>" << snap_hex(b.address)
+        << "</td><td class='l'>";
       if (b.stack.empty()) {
         h << esc(b.frame);
       } else {
@@ -349,51 +359,72 @@ std::string replay_verdict(const json& rep) {
   return why.empty() ? "differs from the real allocator" : why;
 }
 
+namespace {
+
+// Returns obj[key] when it is a byte count or a count a record may hold ([0, max_record_bytes]), else nullopt.
+std::optional<std::int64_t> checked_count(const json& obj, const char* key) {
+  const auto v = obj.is_object() ? obj.find(key) : obj.end();
+  if (v == obj.end() || !v->is_number_integer() || v->get<std::int64_t>() < 0 ||
+      v->get<std::int64_t>() > probes::max_record_bytes)
+    return std::nullopt;
+  return v->get<std::int64_t>();
+}
+
+// Returns the what-if rows a report shows (objects, the first 64).
+std::vector<const json*> what_if_rows(const json& rep) {
+  std::vector<const json*> rows;
+  const auto wi = rep.is_object() ? rep.find("what_if") : rep.end();
+  if (wi != rep.end() && wi->is_array())
+    for (const auto& row : *wi)
+      if (row.is_object() && rows.size() < 64) rows.push_back(&row);
+  return rows;
+}
+
+}  // namespace
+
 std::string replay_html(const json& rep) {
-  auto figure = [&](const char* block, const char* key, bool bytes) -> std::string {
-    const auto b = rep.is_object() ? rep.find(block) : rep.end();
-    if (b == rep.end() || !b->is_object()) return "not recorded";
-    const auto v = b->find(key);
-    if (v == b->end() || !v->is_number_integer() || v->get<std::int64_t>() < 0 ||
-        v->get<std::int64_t>() > probes::max_record_bytes)
-      return "not recorded";
-    return bytes ? bytes_text(static_cast<double>(v->get<std::int64_t>()))
-                 : std::to_string(v->get<std::int64_t>());
+  auto block = [&](const char* name) { return rep.is_object() && rep.contains(name) ? rep[name] : json(); };
+  const json real = block("real"), emu = block("emulated");
+  const auto rows = what_if_rows(rep);
+  // One unit for every byte figure of both tables (GiB or MiB, from the largest).
+  std::vector<double> all;
+  for (const auto* o : {&real, &emu})
+    for (const char* k : {"peak_reserved", "peak_allocated"})
+      if (const auto v = checked_count(*o, k)) all.push_back(static_cast<double>(*v));
+  for (const auto* row : rows)
+    for (const char* k : {"peak_reserved", "least_capacity"})
+      if (const auto v = checked_count(*row, k)) all.push_back(static_cast<double>(*v));
+  const byte_unit u = unit_for(all);
+  auto figure = [&](const json& obj, const char* key, bool bytes, const char* none) -> std::string {
+    const auto v = checked_count(obj, key);
+    if (!v) return none;
+    return bytes ? in_unit(static_cast<double>(*v), u) : std::to_string(*v);
   };
   std::ostringstream h;
   h << "<table><tr><th></th><th>real (PyTorch, measured)</th><th>emulated (headroom)</th></tr>\n"
-    << "<tr><td>reserved peak</td><td>" << figure("real", "peak_reserved", true) << "</td><td>"
-    << figure("emulated", "peak_reserved", true) << "</td></tr>\n<tr><td>segments created</td><td>"
-    << figure("real", "segments_created", false) << "</td><td>"
-    << figure("emulated", "segments_created", false) << "</td></tr>\n<tr><td>allocated peak</td><td></td><td>"
-    << figure("emulated", "peak_allocated", true) << "</td></tr>\n</table>\n<p><b>Outcome:</b> "
-    << esc(replay_verdict(rep)) << "</p>\n";
-  const auto wi = rep.is_object() ? rep.find("what_if") : rep.end();
-  if (wi != rep.end() && wi->is_array() && !wi->empty()) {
+    << "<tr><td>reserved peak (" << u.name << ")</td><td>"
+    << figure(real, "peak_reserved", true, "not recorded") << "</td><td>"
+    << figure(emu, "peak_reserved", true, "not recorded") << "</td></tr>\n<tr><td>segments created</td><td>"
+    << figure(real, "segments_created", false, "not recorded") << "</td><td>"
+    << figure(emu, "segments_created", false, "not recorded") << "</td></tr>\n<tr><td>allocated peak ("
+    << u.name << ")</td><td></td><td>" << figure(emu, "peak_allocated", true, "not recorded")
+    << "</td></tr>\n</table>\n<p><b>Outcome:</b> " << esc(replay_verdict(rep)) << "</p>\n";
+  if (!rows.empty()) {
     h << "<p>What if (the same sequence under other allocator settings, "
          "emulated):</p>\n<table><tr><th>setting"
-         "</th><th>reserved peak</th><th>segments mapped</th><th>least capacity that "
-         "runs</th><th>start</th></tr>\n";
-    std::size_t shown = 0;
-    for (const auto& row : *wi) {
-      if (!row.is_object() || ++shown > 64) continue;
+         "</th><th>reserved peak ("
+      << u.name << ")</th><th>segments mapped</th><th>least capacity that runs (" << u.name
+      << ")</th><th>start</th></tr>\n";
+    for (const auto* row : rows) {
       auto text = [&](const char* k) {
-        const auto v = row.find(k);
-        return v != row.end() && v->is_string() ? esc(printable(v->get<std::string>(), 120)) : std::string();
+        const auto v = row->find(k);
+        return v != row->end() && v->is_string() ? esc(printable(v->get<std::string>(), 120)) : std::string();
       };
-      auto num = [&](const char* k, bool bytes) -> std::string {
-        const auto v = row.find(k);
-        if (v == row.end() || !v->is_number_integer() || v->get<std::int64_t>() < 0 ||
-            v->get<std::int64_t>() > probes::max_record_bytes)
-          return "";
-        return bytes ? bytes_text(static_cast<double>(v->get<std::int64_t>()))
-                     : std::to_string(v->get<std::int64_t>());
-      };
-      const auto least = row.find("least_capacity");
-      h << "<tr><td class='l'>" << text("setting") << "</td><td>" << num("peak_reserved", true) << "</td><td>"
-        << num("maps", false) << "</td><td>"
-        << (least != row.end() && least->is_null() ? std::string("out of memory at the capacity")
-                                                   : num("least_capacity", true))
+      const auto least = row->find("least_capacity");
+      h << "<tr><td class='l'>" << text("setting") << "</td><td>" << figure(*row, "peak_reserved", true, "")
+        << "</td><td>" << figure(*row, "maps", false, "") << "</td><td>"
+        << (least != row->end() && least->is_null() ? std::string("out of memory at the capacity")
+                                                    : figure(*row, "least_capacity", true, ""))
         << "</td><td>" << text("start") << "</td></tr>\n";
     }
     h << "</table>\n";

@@ -12,12 +12,7 @@ namespace headroom::calibrate::report {
 
 namespace {
 
-// The stage colours, in stack order (state, activations, peak extra, fixed, rest of the reserve).
-constexpr const char* stage_fill[] = {"#4c72b0", "#55a868", "#8172b2", "#937860", "#dd8452"};
-constexpr const char* stage_label[] = {"state", "activations", "working set / output phase", "reserve: fixed",
-                                       "reserve: the rest"};
-
-// Returns `x` with `decimals` decimals, for SVG coordinates (never an exponent).
+// Returns `x` with one decimal, for SVG coordinates (never an exponent).
 std::string px(double x) {
   return fixed(x, 1);
 }
@@ -31,6 +26,105 @@ double nice_step(double span, int ticks) {
   for (double m : {1.0, 2.0, 5.0})
     if (raw <= m * p) return m * p;
   return 10 * p;
+}
+
+// Returns `s` cut to `most` characters with "..." (a chart's column has a fixed width; the tables keep
+// the whole name).
+std::string cut(const std::string& s, std::size_t most) {
+  return s.size() <= most ? s : s.substr(0, most - 3) + "...";
+}
+
+double as_gib(double bytes) {
+  return bytes / static_cast<double>(gib);
+}
+
+// The bars' geometry, in chart pixels (the viewBox; the page scales it to its width).
+constexpr double chart_w = 1400, title_x = 8, bar_x0 = 330, bar_x1 = 1050, axis_h = 34, row_h = 74;
+// The stacked parts: the reference total's (state, activations, reserve) and the step peak's (state,
+// activations, workspaces, working set / output phase, fixed overheads), with their colours.
+constexpr const char* fill_state = "#4c72b0";
+constexpr const char* fill_activations = "#55a868";
+constexpr const char* fill_reserve = "#dd8452";
+constexpr const char* fill_workspaces = "#8c8c8c";
+constexpr const char* fill_peak_extra = "#8172b2";
+constexpr const char* fill_fixed = "#937860";
+
+// Returns the x where a label of `chars` characters starts: `after` plus a gap, moved past the capacity
+// line at `cap_x` (when there is one) rather than across it.
+double label_x(double after, std::size_t chars, std::optional<double> cap_x) {
+  double x = after + 6;
+  const double w = label_width(chars);
+  if (cap_x && x - label_clearance < *cap_x && *cap_x < x + w + label_clearance)
+    x = *cap_x + label_clearance + 2;
+  return x;
+}
+
+// Writes one stacked bar of `parts` (bytes, colour, name) from bar_x0 at `y`, `h` high; returns its end x.
+double stacked(std::ostringstream& s, const std::vector<std::pair<std::int64_t, const char*>>& parts,
+               const std::vector<const char*>& names, double k, double y, double h) {
+  double x = bar_x0;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const double v = static_cast<double>(std::max<std::int64_t>(0, parts[p].first));
+    if (v <= 0) continue;
+    s << "<rect x='" << px(x) << "' y='" << px(y) << "' width='" << px(v * k) << "' height='" << h
+      << "' fill='" << parts[p].second << "'><title>" << names[p] << ": " << gib_text(v, 2)
+      << " (predicted)</title></rect>\n";
+    x += v * k;
+  }
+  return x;
+}
+
+void text_at(std::ostringstream& s, double x, double y, const std::string& text, const char* extra = "") {
+  s << "<text x='" << px(x) << "' y='" << px(y) << "'" << extra << ">" << esc(text) << "</text>\n";
+}
+
+// Writes row `b` at the top `y` on scale `k` (pixels per byte); the capacity line when `cap_on`.
+void bar_row_svg(std::ostringstream& s, const bar_row& b, double y, double k, bool cap_on) {
+  text_at(s, title_x, y + 14, cut(b.name, 44), " font-weight='bold' font-size='12'");
+  text_at(s, title_x, y + 30, cut(b.detail, 50), " fill='#444'");
+  const double cap = static_cast<double>(b.capacity);
+  std::optional<double> cap_x;
+  if (b.capacity > 0 && cap_on) cap_x = bar_x0 + cap * k;
+  if (b.capacity > 0)
+    text_at(s, title_x, y + 46,
+            "capacity " + gib_text(cap, 1) +
+                (cap_on ? std::string(" (dashed)")
+                        : " (beyond the scale; " +
+                              fixed(100 * static_cast<double>(std::max(b.total, b.peak_total)) / cap, 1) +
+                              "% of it used)"),
+            " fill='#444'");
+  const bool peak_decides = b.peak_total > b.total;
+  const double t_end =
+      stacked(s, {{b.state, fill_state}, {b.activations, fill_activations}, {b.reserve, fill_reserve}},
+              {"state", "activations", "reserve"}, k, y + 5, 16);
+  const std::string t_label =
+      gib_text(static_cast<double>(b.total), 1) + " total" + (peak_decides ? "" : " (decides)");
+  text_at(s, label_x(t_end, t_label.size(), cap_x), y + 17, t_label);
+  const double p_end =
+      stacked(s,
+              {{b.state, fill_state},
+               {b.activations, fill_activations},
+               {b.workspaces, fill_workspaces},
+               {b.peak_extra, fill_peak_extra},
+               {b.fixed_overheads, fill_fixed}},
+              {"state", "activations", "library workspaces", "working set / output phase", "fixed overheads"},
+              k, y + 25, 16);
+  const std::string p_label = gib_text(static_cast<double>(b.peak_total), 1) +
+                              " step peak + fixed overheads" + (peak_decides ? " (decides)" : "");
+  text_at(s, label_x(p_end, p_label.size(), cap_x), y + 37, p_label);
+  if (b.measured) {
+    const double m_end = bar_x0 + std::max(0.0, *b.measured) * k;
+    s << "<rect x='" << px(bar_x0) << "' y='" << px(y + 46) << "' width='" << px(m_end - bar_x0)
+      << "' height='12' fill='#222'><title>" << esc(b.what_measured) << ": " << gib_text(*b.measured, 2)
+      << "</title></rect>\n";
+    const std::string m_label = gib_text(*b.measured, 2) + " " + b.what_measured;
+    text_at(s, label_x(m_end, m_label.size(), cap_x), y + 56, m_label);
+  }
+  if (cap_x)
+    s << "<line class='capacity' x1='" << px(*cap_x) << "' x2='" << px(*cap_x) << "' y1='" << px(y + 1)
+      << "' y2='" << px(y + 61)
+      << "' stroke='#c0392b' stroke-width='2' stroke-dasharray='5,3'><title>capacity " << gib_text(cap, 1)
+      << "</title></line>\n";
 }
 
 }  // namespace
@@ -71,92 +165,103 @@ std::string bytes_text(double bytes) {
   return fixed(bytes, 0) + " B";
 }
 
+std::string gib_text(double bytes, int decimals) {
+  return std::isfinite(bytes) ? fixed(as_gib(bytes), decimals) + " GiB" : "?";
+}
+
 std::string short_name(const std::string& path) {
   return path.substr(path.rfind('/') + 1);
 }
 
-std::string stage_bars_svg(const std::vector<stage_bar>& bars) {
-  const double w = 1000, left = 10, bar_w = 740, row = 58;
+byte_unit unit_for(const std::vector<double>& figures) {
+  double most = 0;
+  for (double f : figures)
+    if (std::isfinite(f)) most = std::max(most, std::fabs(f));
+  if (most >= static_cast<double>(gib)) return {"GiB", static_cast<double>(gib), 2};
+  if (most >= static_cast<double>(mib)) return {"MiB", static_cast<double>(mib), 1};
+  return {"KiB", static_cast<double>(kib), 1};
+}
+
+std::string in_unit(double bytes, const byte_unit& u) {
+  return std::isfinite(bytes) ? fixed(bytes / u.bytes, u.decimals) : "?";
+}
+
+double label_width(std::size_t chars) {
+  // Sans-serif at 11 px: digits are 0.556 em and most letters narrower; 0.62 em bounds a label's mean.
+  return 6.8 * static_cast<double>(chars);
+}
+
+std::string bars_svg(const std::vector<bar_row>& rows) {
+  double most = 1;
+  for (const auto& b : rows)
+    most = std::max(
+        {most, static_cast<double>(b.total), static_cast<double>(b.peak_total), b.measured.value_or(0)});
+  // A capacity joins the scale unless it would squeeze every bar to a sliver (a 7 GiB step on a 192 GiB
+  // card); the row then names it and the share used.
+  std::vector<bool> cap_on;
+  double extent = most;
+  for (const auto& b : rows) {
+    cap_on.push_back(b.capacity > 0 && static_cast<double>(b.capacity) <= 4 * most);
+    if (cap_on.back()) extent = std::max(extent, static_cast<double>(b.capacity));
+  }
+  extent *= 1.02;
+  const double k = (bar_x1 - bar_x0) / extent;
+  const double h = axis_h + row_h * static_cast<double>(rows.size()) + 30;
   std::ostringstream s;
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='"
-    << px(row * static_cast<double>(bars.size()) + 34)
-    << "' font-family='sans-serif' font-size='12' role='img' aria-label='predicted stages against the "
-       "capacity'>\n";
-  for (std::size_t i = 0; i < bars.size(); ++i) {
-    const auto& b = bars[i];
-    const std::int64_t parts[] = {b.state, b.activations, b.peak_extra, b.fixed, b.reserve_rest};
-    double total = 0;
-    for (auto p : parts) total += static_cast<double>(std::max<std::int64_t>(0, p));
-    // The row's own scale: its largest figure; the capacity joins it unless it would squeeze the bar to a
-    // sliver (a 7 GiB step on a 192 GiB card), where it is named at the row's end instead.
-    const double own = std::max({1.0, total, b.measured.value_or(0)});
-    const bool capacity_on_scale = static_cast<double>(b.capacity) <= 1.5 * own;
-    const double most = (capacity_on_scale ? std::max(own, static_cast<double>(b.capacity)) : own) * 1.04;
-    const double k = bar_w / most;  // this row's own scale
-    const double y = static_cast<double>(i) * row + 6;
-    s << "<text x='" << left << "' y='" << px(y + 12) << "' font-weight='bold'>" << esc(b.name)
-      << "</text>\n";
-    double x = left;
-    for (int p = 0; p < 5; ++p) {
-      const double v = static_cast<double>(std::max<std::int64_t>(0, parts[p]));
-      if (v <= 0) continue;
-      s << "<rect x='" << px(x) << "' y='" << px(y + 18) << "' width='" << px(v * k) << "' height='20' fill='"
-        << stage_fill[p] << "'><title>" << stage_label[p] << ": " << bytes_text(v)
-        << " (predicted)</title></rect>\n";
-      x += v * k;
-    }
-    s << "<text x='" << px(x + 6) << "' y='" << px(y + 33) << "'>" << bytes_text(total)
-      << " predicted</text>\n";
-    if (b.capacity > 0 && capacity_on_scale) {
-      const double cx = left + static_cast<double>(b.capacity) * k;
-      s << "<line x1='" << px(cx) << "' x2='" << px(cx) << "' y1='" << px(y + 14) << "' y2='" << px(y + 52)
-        << "' stroke='black' stroke-width='2' stroke-dasharray='4,2'><title>capacity "
-        << bytes_text(static_cast<double>(b.capacity)) << "</title></line>\n";
-      s << "<text x='" << px(cx + 4) << "' y='" << px(y + 52) << "' font-size='10'>capacity "
-        << bytes_text(static_cast<double>(b.capacity)) << "</text>\n";
-    } else if (b.capacity > 0) {
-      s << "<text x='" << px(left + bar_w + 8) << "' y='" << px(y + 33) << "' font-size='11'>capacity "
-        << bytes_text(static_cast<double>(b.capacity)) << " ("
-        << fixed(100 * total / static_cast<double>(b.capacity), 1) << "% of it) &#8594;</text>\n";
-    }
-    if (b.measured) {
-      const double mx = left + std::max(0.0, *b.measured) * k;
-      s << "<rect x='" << px(left) << "' y='" << px(y + 41) << "' width='" << px(mx - left)
-        << "' height='7' fill='#222'><title>" << esc(b.what_measured) << ": " << bytes_text(*b.measured)
-        << "</title></rect>\n";
-      s << "<text x='" << px(left + 2) << "' y='" << px(y + 57) << "' font-size='10'>" << esc(b.what_measured)
-        << " " << bytes_text(*b.measured) << "</text>\n";
-    }
+  s << "<svg class='chart' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << chart_w << " " << px(h)
+    << "' width='" << chart_w << "' height='" << px(h)
+    << "' font-family='sans-serif' font-size='11' role='img' aria-label='predicted totals against the "
+       "capacity, with what was measured'>\n";
+  const double step = nice_step(as_gib(extent), 8);
+  text_at(s, bar_x0 - 8, 16, "GiB per GPU (one scale)", " text-anchor='end' font-weight='bold'");
+  for (double g = 0; g <= as_gib(extent) + 1e-9; g += step) {
+    const double x = bar_x0 + g * static_cast<double>(gib) * k;
+    s << "<line x1='" << px(x) << "' x2='" << px(x) << "' y1='22' y2='" << px(h - 30)
+      << "' stroke='#e6e6e6'/>\n";
+    text_at(s, x, 16, trim(g, 2), " text-anchor='middle'");
   }
-  const double ly = row * static_cast<double>(bars.size()) + 20;
-  double lx = left;
-  for (int p = 0; p < 5; ++p) {
-    s << "<rect x='" << px(lx) << "' y='" << px(ly - 10) << "' width='12' height='12' fill='" << stage_fill[p]
-      << "'/><text x='" << px(lx + 16) << "' y='" << px(ly) << "'>" << stage_label[p] << "</text>\n";
-    lx += 16 + 7.0 * static_cast<double>(std::string(stage_label[p]).size()) + 14;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    bar_row_svg(s, rows[i], axis_h + row_h * static_cast<double>(i), k, cap_on[i]);
+  const std::pair<const char*, const char*> legend[] = {{fill_state, "state"},
+                                                        {fill_activations, "activations"},
+                                                        {fill_reserve, "reserve"},
+                                                        {fill_workspaces, "workspaces"},
+                                                        {fill_peak_extra, "working set / output phase"},
+                                                        {fill_fixed, "fixed overheads"},
+                                                        {"#222", "measured / emulated"}};
+  double lx = title_x;
+  const double ly = h - 10;
+  for (const auto& [fill, name] : legend) {
+    s << "<rect x='" << px(lx) << "' y='" << px(ly - 10) << "' width='12' height='12' fill='" << fill
+      << "'/>";
+    text_at(s, lx + 16, ly, name);
+    lx += 16 + label_width(std::string(name).size()) + 12;
   }
-  s << "<rect x='" << px(lx) << "' y='" << px(ly - 6) << "' width='14' height='6' fill='#222'/><text x='"
-    << px(lx + 18) << "' y='" << px(ly) << "'>measured / emulated</text>\n</svg>";
+  s << "<line x1='" << px(lx) << "' x2='" << px(lx + 14) << "' y1='" << px(ly - 4) << "' y2='" << px(ly - 4)
+    << "' stroke='#c0392b' stroke-width='2' stroke-dasharray='5,3'/>";
+  text_at(s, lx + 18, ly, "capacity");
+  s << "</svg>";
   return s.str();
 }
 
 std::string residual_svg(const std::vector<residual_point>& points) {
-  const double W = 760, H = 300, l = 70, r = 20, t = 16, b = 44;
+  const double W = 640, H = 320, l = 56, r = 12, t = 12, b = 40;
   double xmax = 0, ymin = 0, ymax = 0;
   for (const auto& p : points) {
-    xmax = std::max(xmax, p.predicted / static_cast<double>(gib));
-    const double res = (p.needed - p.predicted) / static_cast<double>(gib);
+    xmax = std::max(xmax, as_gib(p.predicted));
+    const double res = as_gib(p.needed - p.predicted);
     ymin = std::min(ymin, res);
     ymax = std::max(ymax, res);
   }
   xmax = std::max(xmax * 1.08, 0.1);
-  const double pad = std::max(0.05, (ymax - ymin) * 0.1);
+  const double pad = std::max(0.05, (ymax - ymin) * 0.12);
   ymin -= pad;
   ymax += pad;
   auto X = [&](double g) { return l + (W - l - r) * g / xmax; };
   auto Y = [&](double g) { return t + (H - t - b) * (ymax - g) / (ymax - ymin); };
   std::ostringstream s;
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+  s << "<svg class='chart plot' xmlns='http://www.w3.org/2000/svg' viewBox='0 0 " << W << " " << H
+    << "' width='" << W << "' height='" << H
     << "' font-family='sans-serif' font-size='11' role='img' aria-label='residuals of the reserve'>\n";
   const double ys = nice_step(ymax - ymin, 6), xs = nice_step(xmax, 8);
   for (double g = std::ceil(ymin / ys) * ys; g <= ymax; g += ys)
@@ -172,12 +277,44 @@ std::string residual_svg(const std::vector<residual_point>& points) {
     << "' text-anchor='middle'>predicted reserve (GiB)</text><text x='14' y='" << (t + H - b) / 2
     << "' transform='rotate(-90 14 " << (t + H - b) / 2
     << ")' text-anchor='middle'>residual: needed - predicted (GiB)</text>\n";
-  for (const auto& p : points) {
+  // Each label goes where it overlaps no label placed before it and no point: right, left, above, below.
+  struct box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<box> taken;
+  for (const auto& p : points)
+    taken.push_back({X(as_gib(p.predicted)) - 5, Y(as_gib(p.needed - p.predicted)) - 5,
+                     X(as_gib(p.predicted)) + 5, Y(as_gib(p.needed - p.predicted)) + 5});
+  const bool named = points.size() <= 15;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
     const double res = p.needed - p.predicted;
-    s << "<circle cx='" << px(X(p.predicted / static_cast<double>(gib))) << "' cy='"
-      << px(Y(res / static_cast<double>(gib))) << "' r='5' fill='" << (res > 0 ? "#c44e52" : "#4c72b0")
-      << "' fill-opacity='0.8'><title>" << esc(p.name) << ": predicted " << bytes_text(p.predicted)
-      << ", needed " << bytes_text(p.needed) << ", residual " << bytes_text(res) << "</title></circle>\n";
+    const double cx = X(as_gib(p.predicted)), cy = Y(as_gib(res));
+    s << "<circle cx='" << px(cx) << "' cy='" << px(cy) << "' r='5' fill='"
+      << (res > 0 ? "#c44e52" : "#4c72b0") << "' fill-opacity='0.8'><title>" << esc(p.name) << ": predicted "
+      << gib_text(p.predicted, 2) << ", needed " << gib_text(p.needed, 2) << ", residual " << gib_text(res, 2)
+      << "</title></circle>\n";
+    const std::string label =
+        std::to_string(i + 1) +
+        (named ? " " + cut(p.name, 28) + " " + (res >= 0 ? "+" : "") + fixed(as_gib(res), 2) : std::string());
+    const double w = label_width(label.size());
+    const std::pair<double, double> at[] = {
+        {cx + 8, cy + 4}, {cx - 8 - w, cy + 4}, {cx - w / 2, cy - 9}, {cx - w / 2, cy + 18}};
+    std::pair<double, double> pick = at[0];
+    for (const auto& [x, y] : at) {
+      const box c{x, y - 10, x + w, y + 2};
+      const bool inside = c.x0 >= l && c.x1 <= W - r && c.y0 >= t && c.y1 <= H - b;
+      const bool clear = std::none_of(taken.begin(), taken.end(), [&](const box& o) {
+        return c.x0 < o.x1 && o.x0 < c.x1 && c.y0 < o.y1 && o.y0 < c.y1;
+      });
+      if (inside && clear) {
+        pick = {x, y};
+        break;
+      }
+    }
+    taken.push_back({pick.first, pick.second - 10, pick.first + w, pick.second + 2});
+    s << "<text class='point-label' x='" << px(pick.first) << "' y='" << px(pick.second) << "'>" << esc(label)
+      << "</text>\n";
   }
   s << "</svg>";
   return s.str();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "calibrate/calibration.hpp"
@@ -55,7 +56,7 @@ TEST(Report, IsSelfContainedAndWellFormed) {
     EXPECT_EQ(report_count(html, std::string("<") + tag + (std::string(tag) == "tr" ? ">" : "")),
               report_count(html, std::string("</") + tag + ">"))
         << tag;
-  for (const char* section : {"Records", "The plan's stages against the capacity", "Calibration",
+  for (const char* section : {"Records", "Predicted totals against the capacity", "Calibration",
                               "Residuals of the reserve", "bytes per token", "Domain"})
     EXPECT_NE(html.find(section), std::string::npos) << section;
   // Readable numbers: no exponent anywhere in the page's text (1.1073e+09 was the defect).
@@ -63,8 +64,8 @@ TEST(Report, IsSelfContainedAndWellFormed) {
   EXPECT_EQ(html.find("e+1"), std::string::npos);
   // No empty section: nothing about snapshots or probe timelines when no record has one.
   EXPECT_EQ(html.find("Measured snapshots"), std::string::npos);
-  // Names stand above their bars: each bar's name is a bold text line of its own.
-  EXPECT_EQ(report_count(html, "font-weight='bold'>"), recs.size());
+  // Names stand in the chart's title column: each row's name is a bold text line of its own.
+  EXPECT_EQ(report_count(html, "font-weight='bold' font-size='12'>"), recs.size());
 }
 
 // Every string from a record or a calibration is escaped in the report: markup is shown, never run, in
@@ -212,8 +213,9 @@ std::string report_render(const std::string& browser, const std::string& dir, co
   return ss.str();
 }
 
-// The report of a probe set, a calibration, a real snapshot and its replay, rendered by a real browser:
-// every section is in the DOM it built, and the screenshot is not blank (far larger than a blank page's).
+// The report of a plan (`headroom plan --json`, tests/data/report), a probe set, a calibration, a real
+// snapshot and its replay, rendered by a real browser: every section is in the DOM it built, the plan's
+// verdict and totals among them, and the screenshot is not blank (far larger than a blank page's).
 TEST(Report, RendersInAHeadlessBrowser) {
   const std::string browser = report_browser();
   if (browser.empty()) {
@@ -239,6 +241,8 @@ TEST(Report, RendersInAHeadlessBrowser) {
            {"maps", 3},
            {"least_capacity", 92 * mib},
            {"start", "cold"}}}}}});
+  const std::string plan = report_data + "/report/qwen3-30b-a3b-plan.json";
+  x.plans.push_back({plan, nlohmann::json::parse(std::ifstream(plan))});
   const std::string html = html_report(recs, fit(planted_set(gib, 0.1, 100)), "browser test", x);
   const std::string dir = ::testing::TempDir() + "/headroom_report_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
@@ -248,10 +252,40 @@ TEST(Report, RendersInAHeadlessBrowser) {
   const std::string dom = report_render(browser, dir, dir + "/r.html", "--dump-dom");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "rendered " << html.size() << " bytes in " << seconds << " s\n";
-  for (const char* part : {"<h1>browser test</h1>", "The plan's stages against the capacity", "Calibration",
-                           "Residuals of the reserve", "Measured snapshots", "Memory timeline",
-                           "Largest allocations at the peak", "Segments at the peak", "Real beside emulated",
-                           "What if", "agrees with the real allocator", "<polygon", "<circle", "<details>",
+  // The plan's totals as it printed them (tests/data/report/qwen3-30b-a3b-plan.txt), drawn as labels.
+  std::ifstream printed_plan(report_data + "/report/qwen3-30b-a3b-plan.txt");
+  const std::string plan_text((std::istreambuf_iterator<char>(printed_plan)),
+                              std::istreambuf_iterator<char>());
+  for (const char* line : {"total", "step peak + fixed overheads", "capacity"}) {
+    const auto at = plan_text.find(std::string("  ") + line + "   ");
+    ASSERT_NE(at, std::string::npos) << line;
+    std::istringstream figure(plan_text.substr(at + std::string(line).size() + 2));
+    std::string gib_figure;
+    figure >> gib_figure;
+    const std::string label =
+        std::string(line) == "capacity" ? "capacity " + gib_figure + " GiB" : gib_figure + " GiB " + line;
+    EXPECT_NE(html.find(label), std::string::npos) << label;
+  }
+  for (const char* part : {"<h1>browser test</h1>",
+                           "The plan",
+                           "qwen3-30b-a3b on 16 GPUs",
+                           "<b>fits: headroom",
+                           "Predicted totals against the capacity",
+                           "Calibration",
+                           "activation factor - 1",
+                           "class=\"point-label\"",
+                           "@media print",
+                           "Residuals of the reserve",
+                           "Measured snapshots",
+                           "Memory timeline",
+                           "Largest allocations at the peak",
+                           "Segments at the peak",
+                           "Real beside emulated",
+                           "What if",
+                           "agrees with the real allocator",
+                           "<polygon",
+                           "<circle",
+                           "<details>",
                            "headroom probe --preset gpt3-1.3b"})
     EXPECT_NE(dom.find(part), std::string::npos) << part;
   EXPECT_EQ(dom.find("<parsererror"), std::string::npos);
@@ -263,6 +297,9 @@ TEST(Report, RendersInAHeadlessBrowser) {
              blank = std::filesystem::file_size(dir + "/blank.png");
   EXPECT_GT(page, 40'000u);
   EXPECT_GT(page, 4 * blank) << "the screenshot is about as large as a blank page's";
+  // HEADROOM_REPORT_SCREENSHOT=FILE keeps the screenshot to look at (docs/report.md, "The browser test").
+  if (const char* keep = std::getenv("HEADROOM_REPORT_SCREENSHOT"))
+    std::filesystem::copy_file(dir + "/r.png", keep, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::remove_all(dir);
 }
 
