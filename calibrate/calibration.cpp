@@ -80,6 +80,21 @@ calibration_domain domain_of(const std::vector<probes::measurement_record>& reco
   return d;
 }
 
+// Returns the `why` of term `t`, pinned to its prior because the records cannot tell it from term `with`: what
+// carries it instead, and the record that would separate them.
+std::string pinned_why(int t, int with, const calibration_domain& d) {
+  std::string modes;
+  for (const auto& m : d.recompute) modes += (modes.empty() ? "" : ", ") + m;
+  const std::string separate =
+      with == 0 ? "a run of another size (micro-batch or sequence length)"
+      : t == 2  ? "a run under another recompute mode than " + (modes.empty() ? std::string("theirs") : modes) +
+                     ", or of a model of another width,"
+                : "a run whose case differs in them";
+  return std::string("kept at its prior, ") + (t == 0 ? mib_str(fixed_prior, 0) + " MiB" : "0") +
+         ": these records cannot tell it from " + term_name(with) + ", which carries both; " + separate +
+         " would separate them";
+}
+
 }  // namespace
 
 void value_range::add(double v) {
@@ -223,27 +238,22 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
     const bool holds_factor = !(o.kind == "observation" && o.figure == "allocated_peak");
     y.push_back(o.y - (holds_factor ? c.activation.value * o.activations : 0));
   }
+  // A term the records cannot tell from an earlier one (a micro-batch sweep grows churn and tokens together)
+  // keeps its prior and the earlier term carries both, said in its `why` (pinned_why): its column leaves the fit.
+  const auto dependent = dependent_columns(x);
+  for (int t = 0; t < term_count; ++t)
+    if (const int with = dependent[static_cast<std::size_t>(t)]; with >= 0) {
+      for (auto& row : x) row[static_cast<std::size_t>(t)] = 0;
+      c.terms[t].pinned = true;
+      c.terms[t].why = pinned_why(t, with, c.domain);
+    }
   // Which terms the records observe at all.
-  int observed = 0;
   bool seen[term_count] = {false, false, false};
   for (const auto& row : x)
     for (int t = 0; t < term_count; ++t) seen[t] = seen[t] || row[static_cast<std::size_t>(t)] != 0;
-  for (bool s : seen) observed += s;
-  if (observed == 0)
+  if (!seen[0] && !seen[1] && !seen[2])
     throw bad_input("calibrate", "no record observes any term of the reserve" + records_named(c.records));
-  if (static_cast<int>(records.size()) < observed)
-    throw bad_input("calibrate", std::to_string(records.size()) + " record(s) for " +
-                                     std::to_string(observed) +
-                                     " observed terms: at least as many records as terms are needed" +
-                                     records_named(c.records));
-  const auto same = indistinguishable(x);
-  if (!same.empty()) {
-    std::string names;
-    for (auto [a, b] : same)
-      names += (names.empty() ? "" : "; ") + std::string(term_name(a)) + " and " + term_name(b);
-    throw bad_input("calibrate", "the records cannot tell these terms apart: " + names +
-                                     " (add records whose cases differ in them)" + records_named(c.records));
-  }
+  // (No more terms are left than records: n records leave at most n columns dependent_columns can tell apart.)
   const auto r = nnls(x, y);
   if (!r)
     throw bad_input("calibrate", "the fit has no non-negative solution" + records_named(c.records) +
@@ -256,6 +266,8 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
       tf.fitted = true;
       tf.why = r->dof > 0 ? "fitted (non-negative least squares)"
                           : "fitted exactly (as many records as terms: no uncertainty)";
+    } else if (tf.pinned) {
+      tf.value = t == 0 ? static_cast<double>(fixed_prior) : 0;
     } else {
       tf.value = t == 0 ? static_cast<double>(fixed_prior) : 0;
       tf.why = t == 0
@@ -362,6 +374,7 @@ nlohmann::json to_json(const calibration& c) {
     terms[term_name(t)] = {{"value", c.terms[t].value},
                            {"stderr", c.terms[t].stderr_},
                            {"fitted", c.terms[t].fitted},
+                           {"pinned", c.terms[t].pinned},
                            {"why", c.terms[t].why}};
   auto str = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
   // The envelope's `created` is when this file was written; `created_utc` when the fit was made.
@@ -413,6 +426,7 @@ calibration calibration_from_json(const nlohmann::json& j, const std::string& or
       c.terms[t].value = x.at("value").get<double>();
       c.terms[t].stderr_ = x.value("stderr", 0.0);
       c.terms[t].fitted = x.value("fitted", false);
+      c.terms[t].pinned = x.value("pinned", false);  // since headroom.calibration/1.4; absent: not pinned
       c.terms[t].why = x.value("why", "");
       if (!std::isfinite(c.terms[t].stderr_) || c.terms[t].stderr_ < 0 || c.terms[t].stderr_ > 1e15)
         throw bad_input(origin,
@@ -567,32 +581,6 @@ std::vector<std::string> outside_domain(const calibration& c, const problem& p, 
                   ", planning " + printable(p.model.name, 40) + ", " + printable(implementation_key(p.model), 80) +
                   " (a factor belongs to one model)");
   return out;
-}
-
-std::string no_spread_reason(const calibration& c) {
-  int fitted = c.activation.fitted ? 1 : 0;
-  bool spread = c.worst_residual != 0 || (c.activation.fitted && c.activation.stderr_ > 0);
-  for (const auto& t : c.terms) {
-    fitted += t.fitted ? 1 : 0;
-    spread = spread || (t.fitted && t.stderr_ > 0);
-  }
-  if (spread) return "";
-  const auto n = c.records.size();
-  if (static_cast<int>(n) <= fitted)
-    return std::to_string(n) + (n == 1 ? " record fits " : " records fit ") + std::to_string(fitted) +
-           (fitted == 1 ? " term" : " terms") + ": no spread (give more records than terms)";
-  return "every record is fitted exactly: no spread";
-}
-
-double reserve_uncertainty(const calibration& c, std::int64_t churn, std::int64_t tokens,
-                           std::int64_t activations) {
-  const double parts[] = {c.terms[0].fitted ? c.terms[0].stderr_ : 0.0,
-                          static_cast<double>(churn) * c.terms[1].stderr_,
-                          static_cast<double>(tokens) * c.terms[2].stderr_,
-                          static_cast<double>(activations) * c.activation.stderr_};
-  double ss = 0;
-  for (double v : parts) ss += v * v;
-  return std::sqrt(ss) + std::fabs(c.worst_residual);
 }
 
 }  // namespace headroom::calibrate

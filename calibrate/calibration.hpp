@@ -60,7 +60,8 @@ observation observe(const probes::measurement_record& r);
 struct term_fit {
   double value = 0, stderr_ = 0;
   bool fitted = false;
-  std::string why;  // how it was obtained, or why it was not
+  bool pinned = false;  // kept at its prior: the records could not tell it from an earlier term (`why` says which)
+  std::string why;      // how it was obtained, or why it was not
 };
 
 // A closed range of a quantity over the records a calibration was fitted on (empty: no record had it).
@@ -112,8 +113,10 @@ term_fit fit_activation_extra(const std::vector<observation>& obs, std::string* 
                               int min_sizes = 2);
 
 // Fits the reserve's terms over `records` (non-negative least squares). A term no record observes keeps a
-// documented prior and says so. Throws bad_input with fewer records than observed terms, or when the
-// observed terms cannot be told apart (naming them).
+// documented prior and says so; a term the records cannot tell from an earlier one (fit.hpp
+// dependent_columns: a micro-batch sweep grows churn and tokens together) keeps its prior too, `pinned`,
+// its `why` naming the term that carries both and the record that would separate them. Throws bad_input
+// when no record observes any term, or when the fit has no non-negative solution (naming the records).
 calibration fit(const std::vector<probes::measurement_record>& records);
 
 nlohmann::json to_json(const calibration& c);
@@ -151,19 +154,7 @@ bool fixed_is_prior(const calibration& c);
 std::vector<std::string> outside_domain(const calibration& c, const problem& p, const layout& l,
                                         const target& t);
 
-// Returns the uncertainty of the reserve, and so of the headroom, for a stage whose churning bytes are
-// `churn`, whose micro-batch holds `tokens` tokens and whose ledger activations are `activations` bytes, in
-// bytes (>= 0):
-//   u = sqrt((se_fixed)^2 + (churn se_frag)^2 + (tokens se_tok)^2 + (activations se_act)^2) + |worst residual|
-// the fit's standard errors propagated through the terms (taken as independent: the file keeps no
-// covariance) plus the worst residual any record left. A band to print beside the headroom, not a
-// confidence interval; a prior fixed term adds nothing (fixed_is_prior says so).
-double reserve_uncertainty(const calibration& c, std::int64_t churn, std::int64_t tokens,
-                           std::int64_t activations);
-
-// Returns why the calibration carries no spread to print beside the headroom ("2 records fit 2 terms: no
-// spread"), or "" when reserve_uncertainty can be non-zero (a fitted term has a standard error, or a record
-// was left a residual).
-std::string no_spread_reason(const calibration& c);
-
 }  // namespace headroom::calibrate
+
+// The calibration's strength (its uncertainty, why it has none, whether it is too weak to use): strength.hpp.
+#include "strength.hpp"  // IWYU pragma: export

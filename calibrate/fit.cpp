@@ -123,21 +123,50 @@ std::optional<nnls_result> nnls(const std::vector<std::vector<double>>& x_in, co
   return std::nullopt;
 }
 
-std::vector<std::pair<int, int>> indistinguishable(const std::vector<std::vector<double>>& x) {
-  std::vector<std::pair<int, int>> out;
-  if (x.empty()) return out;
-  const std::size_t cols = x[0].size();
-  for (std::size_t a = 0; a < cols; ++a)
-    for (std::size_t b = a + 1; b < cols; ++b) {
-      double ab = 0, aa = 0, bb = 0;
-      for (const auto& r : x) {
-        ab += r[a] * r[b];
-        aa += r[a] * r[a];
-        bb += r[b] * r[b];
-      }
-      if (aa > 0 && bb > 0 && std::fabs(ab) / std::sqrt(aa * bb) > 0.9999)
-        out.push_back({static_cast<int>(a), static_cast<int>(b)});
+std::vector<int> dependent_columns(const std::vector<std::vector<double>>& x) {
+  const std::size_t cols = x.empty() ? 0 : x[0].size();
+  std::vector<int> out(cols, -1);
+  auto column = [&](std::size_t c) {
+    std::vector<double> v;
+    double n = 0;
+    for (const auto& r : x) {
+      v.push_back(r[c]);
+      n += r[c] * r[c];
     }
+    n = std::sqrt(n);
+    for (auto& e : v) e = n > 0 ? e / n : 0;
+    return std::make_pair(v, n > 0);
+  };
+  auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+  };
+  const double floor = std::sqrt(1 - same_direction_cosine * same_direction_cosine);
+  std::vector<std::vector<double>> basis;  // orthonormal, spanning the independent columns so far
+  std::vector<std::size_t> kept;           // those columns
+  for (std::size_t c = 0; c < cols; ++c) {
+    auto [v, nonzero] = column(c);
+    if (!nonzero) continue;
+    std::vector<double> rest = v;
+    for (const auto& q : basis) {
+      const double d = dot(q, v);
+      for (std::size_t i = 0; i < rest.size(); ++i) rest[i] -= d * q[i];
+    }
+    const double left = std::sqrt(dot(rest, rest));
+    if (left >= floor) {
+      for (auto& e : rest) e /= left;
+      basis.push_back(rest);
+      kept.push_back(c);
+      continue;
+    }
+    double best = -1;
+    for (std::size_t k : kept)
+      if (const double cs = std::fabs(dot(column(k).first, v)); cs > best) {
+        best = cs;
+        out[c] = static_cast<int>(k);
+      }
+  }
   return out;
 }
 

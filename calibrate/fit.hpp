@@ -20,8 +20,15 @@ struct nnls_result {
 // Returns nullopt when no subset is solvable (every column zero or X empty).
 std::optional<nnls_result> nnls(const std::vector<std::vector<double>>& x, const std::vector<double>& y);
 
-// Returns the pairs of columns (by index) whose non-zero patterns are proportional (|cosine| > 0.9999):
-// terms the data cannot tell apart.
-std::vector<std::pair<int, int>> indistinguishable(const std::vector<std::vector<double>>& x);
+// The cosine above which two columns are taken as one: |cos| > 0.9999, i.e. the part of a column the earlier
+// ones leave is under 1.41% of it (sqrt(1 - 0.9999^2)).
+inline constexpr double same_direction_cosine = 0.9999;
+
+// Returns, per column (by index), -1 when the data can tell it from the columns before it, or else the index
+// of the earlier column it lies closest to (largest |cosine|): a column whose part outside the span of the
+// earlier, independent columns is under 1.41% of its length (Gram-Schmidt in column order, each column
+// scaled to length 1). An all-zero column is -1 (nothing to tell apart). Earlier columns win: in the
+// reserve's order (fixed, fragmentation, per_token) the later term is the one pinned.
+std::vector<int> dependent_columns(const std::vector<std::vector<double>>& x);
 
 }  // namespace headroom::calibrate

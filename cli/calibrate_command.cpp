@@ -9,6 +9,7 @@
 
 #include "calibrate/calibration.hpp"
 #include "exit_codes.hpp"
+#include "one_line.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "probes/io/results_file.hpp"
@@ -69,13 +70,13 @@ std::string calibration_summary(const calibrate::calibration& c, std::size_t rec
     else
       std::snprintf(line, sizeof line, "  %-14s %16.6g +- %-12.3g %s", calibrate::term_name(t),
                     c.terms[t].value, c.terms[t].stderr_, units[t]);
-    s << line << "  (" << printable(c.terms[t].why) << ")\n";
+    s << line << "  (" << printable(c.terms[t].why, 400) << ")\n";
   }
   {
     char line[200];
     std::snprintf(line, sizeof line, "  %-14s %16.6g +- %-12.3g %s", "activations", c.activation.value,
                   c.activation.stderr_, "bytes per ledger activation byte (factor - 1)");
-    s << line << "  (" << printable(c.activation.why) << ")\n";
+    s << line << "  (" << printable(c.activation.why, 400) << ")\n";
   }
   s << "  margin         " << gib_text(c.margin) << "  (" << printable(c.margin_rule) << ")\n";
   if (calibrate::fixed_is_prior(c))
@@ -91,6 +92,15 @@ std::string calibration_summary(const calibrate::calibration& c, std::size_t rec
       << gib_text(r.residual) << " (" << pct << ")\n";
   }
   s << "worst: " << printable(c.worst_origin) << " (" << gib_text(c.worst_residual) << ")\n";
+  // The verdict: a weak fit is written (the records stay inspectable) but plan does not use it.
+  if (const auto weak = calibrate::weakness(c); !weak.empty())
+    s << "verdict: too weak to use: " << printable(weak, 400)
+      << "; plan --calibration keeps the default reserve with it (and --strict-calibration refuses it): add "
+         "records at other sizes\n";
+  else
+    s << "verdict: usable: no term that carries " << static_cast<int>(100 * calibrate::weak_term_share)
+      << "% of a record's reserve has a standard error above " << static_cast<int>(100 * calibrate::weak_term_stderr) << "% of its value, no record is missed by more than "
+      << static_cast<int>(100 * calibrate::weak_residual_share) << "% of the reserve it needed\n";
   return s.str();
 }
 
@@ -103,6 +113,11 @@ int run_calibrate(const calibrate_options& o) {
   const auto records = read_records(o.records);
   if (records.empty()) throw bad_input("calibrate", "no record files found");
   const calibrate::calibration c = calibrate::fit(records);
+  for (int t = 0; t < calibrate::term_count; ++t)  // a term kept at its prior: said where it cannot be missed
+    if (c.terms[t].pinned)
+      std::cerr << one_line("headroom: warning: calibrate: " + std::string(calibrate::term_name(t)) + " " +
+                            c.terms[t].why)
+                << "\n";
   outs.add(o.out, calibrate::to_json(c).dump(2) + "\n");
   outs.commit();
   // With "-" the calibration alone is standard output: the summary goes to stderr.

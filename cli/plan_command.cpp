@@ -303,8 +303,16 @@ problem problem_from(const plan_options& o) {
       if (!o.calibration_notes_in_output)
         std::cerr << one_line("headroom: warning: calibration " + o.calibration + ": " + m) << "\n";
     }
-    p.device.reserve = calibrate::reserve_of(cal, o.calibration);
-    if (cal.fixed_overheads) p.device.fixed_overheads = *cal.fixed_overheads;
+    // A fit too weak to use (calibrate/strength.hpp) is not used: the default reserve, and the line says why.
+    if (const auto weak = calibrate::weakness(cal); !weak.empty()) {
+      if (o.strict_calibration)
+        throw bad_input("calibration", o.calibration + " is too weak to use: " + weak + " (--strict-calibration)");
+      p.device.reserve.source = "the default reserve: calibration " + o.calibration + " is too weak to use (" +
+                                weak + ")";
+    } else {
+      p.device.reserve = calibrate::reserve_of(cal, o.calibration);
+      if (cal.fixed_overheads) p.device.fixed_overheads = *cal.fixed_overheads;
+    }
   } else if (o.strict_calibration) {
     throw bad_input("strict-calibration", "applies to --calibration");
   }
@@ -559,8 +567,10 @@ int run_plan(const plan_options& options) {
   add_problem_inputs(r.outs, o);
   r.outs.expect(r.json_path);
   r.outs.expect(r.csv_path);
-  if (!o.calibration.empty())
-    r.cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
+  if (!o.calibration.empty()) {  // its band and domain, unless too weak to use (then the default was used)
+    auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
+    if (calibrate::weakness(cal).empty()) r.cal = std::move(cal);
+  }
   if (o.min_gpus) return run_min_gpus(r);
   if (!o.gpus) throw bad_input("gpus", "missing (--gpus N), or use --min-gpus");
   if (*o.gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(*o.gpus));

@@ -18,13 +18,15 @@ using probes::measurement_record;
 
 // A record of `preset` on `l` whose footprint obeys a planted reserve: fixed + frag x churn + tok x tokens.
 inline measurement_record planted(const std::string& preset, const layout& l, std::int64_t seq, double fixed,
-                           double frag, double tok, bool cuda) {
+                           double frag, double tok, bool cuda, std::int64_t micro_batch = 1) {
   problem p = test::preset_problem(preset);
   p.training.seq = seq;
+  p.training.micro_batch = micro_batch;
   const breakdown b = estimate(p, l);
   const auto& w = b.worst_stage();
   measurement_record r;
-  r.origin = preset + " seq " + std::to_string(seq) + " " + axes_string(l) + (cuda ? " cuda" : " sim");
+  r.origin = preset + " seq " + std::to_string(seq) + " mb " + std::to_string(micro_batch) + " " + axes_string(l) +
+             (cuda ? " cuda" : " sim");
   r.kind = "probe";
   r.backend = cuda ? "cuda" : "sim";
   r.measured = cuda;
