@@ -13,7 +13,14 @@ std::string megatron_flags(std::string_view flag, const std::string& v) {
   if (flag == "--recompute" && v == "full")  // a layer's input kept, every layer recomputed
     return "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   if (flag == "--recompute" && v == "selective") return "--recompute-granularity selective";
+  if (flag == "--tp") return "--tensor-model-parallel-size " + v;
+  if (flag == "--pp") return "--pipeline-model-parallel-size " + v;
   if (flag == "--cp") return "--context-parallel-size " + v;
+  if (flag == "--ep") return "--expert-model-parallel-size " + v;
+  if (flag == "--etp") return "--expert-tensor-parallel-size " + v;
+  if (flag == "--vpp") return "--num-virtual-stages-per-pipeline-rank " + v;
+  if (flag == "--sequence-parallel" && v == "on") return "--sequence-parallel";
+  if (flag == "--zero" && v == "1") return "--use-distributed-optimizer";  // ZeRO-1-like, its only stage
   if (flag == "--seq") return "--seq-length " + v;
   if (flag == "--micro-batch") return "--micro-batch-size " + v;
   if (flag == "--offload-optimizer") return "--optimizer-cpu-offload";
@@ -23,10 +30,27 @@ std::string megatron_flags(std::string_view flag, const std::string& v) {
   return "";
 }
 
+// The Megatron-LM flag whose absence is the setting (a switch appending cannot undo): "" when none.
+std::string megatron_absent(std::string_view flag, const std::string& v) {
+  if (flag == "--sequence-parallel" && v == "off") return "--sequence-parallel";
+  if (flag == "--recompute" && v == "none") return "--recompute-granularity and its --recompute-* flags";
+  if (flag == "--zero" && v == "0") return "--use-distributed-optimizer";
+  return "";
+}
+
 // torchtitan's job-file key for a setting (job_config.py): "" when it has none.
 std::string torchtitan_key(std::string_view flag, const std::string& v) {
   if (flag == "--recompute" && (v == "full" || v == "none")) return "activation_checkpoint.mode=" + v;
+  if (flag == "--tp") return "parallelism.tensor_parallel_degree=" + v;
+  if (flag == "--pp") return "parallelism.pipeline_parallel_degree=" + v;
   if (flag == "--cp") return "parallelism.context_parallel_degree=" + v;
+  if (flag == "--ep") return "parallelism.expert_parallel_degree=" + v;
+  if (flag == "--etp") return "parallelism.expert_tensor_parallel_degree=" + v;
+  // FSDP (ZeRO-3-like) over the GPUs left, or plain replicas (job_config.py: one degree may be -1).
+  if (flag == "--zero" && v == "3") return "parallelism.data_parallel_shard_degree=-1";
+  if (flag == "--zero" && v == "0")
+    return "parallelism.data_parallel_shard_degree=1 --torchtitan-override "
+           "parallelism.data_parallel_replicate_degree=-1";
   if (flag == "--seq") return "training.seq_len=" + v;
   if (flag == "--micro-batch") return "training.local_batch_size=" + v;
   return "";
@@ -40,35 +64,68 @@ std::string deepspeed_key(std::string_view flag, const std::string& v) {
   return "";
 }
 
-// Returns how a launch of `kind` (0 Megatron arguments, 1 a torchtitan file, 2 a DeepSpeed JSON) changes
-// setting `flag` to `v`, "" when it cannot state it.
-std::string change_in(int kind, std::string_view flag, const std::string& v) {
-  if (kind == 0) {
+// Returns how a launch of `kind` changes setting `flag` to `v`, "" when it cannot state it.
+std::string change_in(launch_kind kind, std::string_view flag, const std::string& v) {
+  if (kind == launch_kind::megatron) {
+    if (const std::string a = megatron_absent(flag, v); !a.empty())
+      return "drop " + a + " from --megatron-args";
     const std::string m = megatron_flags(flag, v);
     return m.empty() ? "" : "append " + m + " to --megatron-args";
   }
-  if (kind == 1) {
+  if (kind == launch_kind::torchtitan) {
     const std::string k = torchtitan_key(flag, v);
     return k.empty() ? "" : "--torchtitan-override " + k;
   }
-  const std::string k = deepspeed_key(flag, v);
+  const std::string k = kind == launch_kind::deepspeed ? deepspeed_key(flag, v) : "";
   return k.empty() ? "" : "set " + k + " in the DeepSpeed JSON";
-}
-
-int launch_kind(const plan_options& o) {
-  return !o.megatron_args.empty() ? 0 : !o.torchtitan_config.empty() ? 1 : 2;
 }
 
 }  // namespace
 
+launch_kind launch_of(const plan_options& o) {
+  return !o.megatron_args.empty()       ? launch_kind::megatron
+         : !o.torchtitan_config.empty() ? launch_kind::torchtitan
+         : !o.deepspeed_config.empty()  ? launch_kind::deepspeed
+                                        : launch_kind::none;
+}
+
 std::string launch_change(const plan_options& o, std::string_view flag, std::string_view value) {
-  return change_in(launch_kind(o), flag, std::string(value));
+  return change_in(launch_of(o), flag, std::string(value));
+}
+
+std::string launch_changes(const plan_options& o,
+                           const std::vector<std::pair<std::string, std::string>>& settings) {
+  const launch_kind kind = launch_of(o);
+  std::string appended, dropped, overrides, keys, unstated;
+  auto add = [](std::string& list, const std::string& item, const char* sep) {
+    list += (list.empty() ? "" : sep) + item;
+  };
+  for (const auto& [flag, v] : settings) {
+    if (change_in(kind, flag, v).empty())
+      add(unstated, flag + " " + v, ", ");
+    else if (kind == launch_kind::megatron && !megatron_absent(flag, v).empty())
+      add(dropped, megatron_absent(flag, v), ", ");
+    else if (kind == launch_kind::megatron)
+      add(appended, megatron_flags(flag, v), " ");
+    else if (kind == launch_kind::torchtitan)
+      add(overrides, "--torchtitan-override " + torchtitan_key(flag, v), " ");
+    else
+      add(keys, deepspeed_key(flag, v), ", ");
+  }
+  std::string s;
+  if (!appended.empty()) s = "append " + appended + " to --megatron-args";
+  if (!dropped.empty())
+    s += (s.empty() ? "" : " and ") + std::string("drop ") + dropped + " from --megatron-args";
+  if (!overrides.empty()) s = overrides;
+  if (!keys.empty()) s = "set " + keys + " in the DeepSpeed JSON";
+  if (!unstated.empty()) s += (s.empty() ? "" : "; ") + unstated + " (the launch has no setting for it)";
+  return s;
 }
 
 flag_spelling launch_spelling(const plan_options& o) {
   if (o.imported.empty()) return {};
   const std::vector<std::string> stated = o.imported;
-  const int kind = launch_kind(o);
+  const launch_kind kind = launch_of(o);
   return [stated, kind](std::string_view flag, std::string_view value) -> std::string {
     const std::string v(value);
     if (std::find(stated.begin(), stated.end(), flag) == stated.end())

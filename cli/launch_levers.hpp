@@ -4,6 +4,9 @@
 // override, or the DeepSpeed JSON's key. A setting the launch cannot state gets no lever.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "plan_command.hpp"
 #include "planner/advice.hpp"
 
@@ -16,5 +19,15 @@ flag_spelling launch_spelling(const plan_options& o);
 // setting `flag` (a headroom flag) to `value` ("append --attention-backend unfused to --megatron-args"), ""
 // when the launch has no way to state it.
 std::string launch_change(const plan_options& o, std::string_view flag, std::string_view value);
+// Returns how the launch `o` imported changes every setting of `settings` ({flag, value}) at once, as one
+// instruction ("append --tensor-model-parallel-size 2 --recompute-granularity selective to --megatron-args"),
+// the settings it has no way to state named after it; "" when `settings` is empty.
+std::string launch_changes(const plan_options& o,
+                           const std::vector<std::pair<std::string, std::string>>& settings);
+
+// Which launch `o` imports: --search frees its axes by what that framework can change (launch_options.cpp).
+enum class launch_kind { none, megatron, torchtitan, deepspeed };
+// Returns the launch `o` names (Megatron arguments first, as launch_change reads them), none without one.
+launch_kind launch_of(const plan_options& o);
 
 }  // namespace headroom::cli

@@ -7,13 +7,16 @@
 #include <type_traits>
 
 #include "launch_levers.hpp"
+#include "planner/advice.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "planner/imports/deepspeed_config.hpp"
 #include "planner/imports/megatron_args.hpp"
 #include "planner/imports/torchtitan_config.hpp"
+#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "planner/recipe.hpp"
+#include "tables.hpp"
 
 namespace headroom::cli {
 
@@ -229,7 +232,281 @@ void check_even_split(const plan_options& o, const std::optional<model_spec>& m,
                       "PP_LAST=N) or --first-stage-layers N");
 }
 
+// The axes --search names, and the flag that sets each (given() and o.imported name it so).
+struct named_axis {
+  const char* name;
+  const char* flag;
+};
+constexpr named_axis search_names[] = {{"tp", "--tp"},
+                                       {"pp", "--pp"},
+                                       {"cp", "--cp"},
+                                       {"vpp", "--vpp"},
+                                       {"ep", "--ep"},
+                                       {"etp", "--etp"},
+                                       {"sp", "--sequence-parallel"},
+                                       {"zero", "--zero"},
+                                       {"recompute", "--recompute"},
+                                       {"micro-batch", "--micro-batch"}};
+
+// Returns the ZeRO stages the framework of launch `k` runs (empty: any): Megatron's DDP and its distributed
+// optimizer (ZeRO-1-like: --use-distributed-optimizer shards master weights and Adam only), torchtitan's
+// replicas and FSDP2 (ZeRO-3-like; HSDP is FSDP inside replicas, job_config.py l.282-288).
+std::vector<int> framework_zero_stages(launch_kind k) {
+  if (k == launch_kind::megatron) return {0, 1};
+  if (k == launch_kind::torchtitan) return {0, 3};
+  return {};
+}
+
+// Returns whether recipe `r` runs as Megatron's DDP at ZeRO-0 and as its distributed optimizer at ZeRO-1:
+// what it keeps per parameter at ZeRO-1, whole and sharded, is megatron-distopt's (6 + 12/d bytes; the
+// launch's --bf16 recipe, bf16-adam-fp32-grads, is), so the search's ZeRO-1 is what the flag runs.
+bool distributed_optimizer_at_zero1(const recipe& r) {
+  auto at_zero1 = [](const recipe& x) {
+    std::pair<std::int64_t, std::int64_t> whole_sharded{0, 0};
+    for (const auto& b : x.buffers)
+      (b.shard_from <= 1 ? whole_sharded.second : whole_sharded.first) += b.bytes;
+    return whole_sharded;
+  };
+  const recipe distopt = load_recipe("megatron-distopt");
+  return r.lowest_zero() == 0 && r.highest_zero() >= 1 && at_zero1(r) == at_zero1(distopt) &&
+         r.activation_bytes == distopt.activation_bytes && !r.trains_in_fp8();
+}
+
+// Returns why launch `k` cannot change axis `name` under recipe `r`, "" when it can.
+std::string cannot_change(launch_kind k, const recipe& r, std::string_view name) {
+  const std::string n(name);
+  if (k == launch_kind::deepspeed && name != "zero" && name != "micro-batch")
+    return "a DeepSpeed JSON does not state " + n +
+           " (the training script does): --suggest searches it already unless its flag gives it";
+  if (k == launch_kind::torchtitan && name == "sp")
+    return "torchtitan's tensor-parallel plans shard the sequence whenever tp > 1: it follows tp (--search "
+           "tp)";
+  if (k == launch_kind::torchtitan && name == "vpp")
+    return "torchtitan's stages per rank follow its pipeline schedule "
+           "(parallelism.pipeline_parallel_schedule), "
+           "which the search does not choose";
+  if (name == "zero" && k == launch_kind::torchtitan)
+    return "torchtitan runs replicas (ZeRO-0) or FSDP (ZeRO-3-like), and its precision follows FSDP (FSDP2's "
+           "mixed precision with it, fp32 weights under autocast without; the launch's recipe is " +
+           shown_name(r.name) + "): set parallelism.data_parallel_shard_degree in the file and plan that";
+  if (name == "zero" && k == launch_kind::megatron && !distributed_optimizer_at_zero1(r))
+    return "Megatron runs DDP (ZeRO-0) or its distributed optimizer (ZeRO-1-like), never ZeRO-2 or 3, and "
+           "the "
+           "launch's recipe " +
+           shown_name(r.name) +
+           " is not the same under both: plan the launch with and without --use-distributed-optimizer";
+  return "";
+}
+
+// Returns whether axis `name` means something at the values `o` holds for model `p`: sequence parallelism and
+// expert tp beside tp > 1, virtual stages beside pp > 1, expert axes on a mixture of experts; a micro-batch of
+// 1 cannot be what keeps a layout from fitting (memory never falls as it grows).
+bool means_something(const plan_options& o, const problem& p, std::string_view name) {
+  if (name == "sp") return o.tp > 1;
+  if (name == "etp") return p.model.moe.enabled() && (o.tp > 1 || o.etp > 1);
+  if (name == "ep") return p.model.moe.enabled();
+  if (name == "vpp") return o.pp > 1;
+  if (name == "micro-batch") return o.micro_batch > 1;
+  return true;
+}
+
+bool freed(const plan_options& o, std::string_view flag) {
+  return std::find(o.freed.begin(), o.freed.end(), flag) != o.freed.end();
+}
+
 }  // namespace
+
+void free_searched_axes(plan_options& o) {
+  o.freed.clear();
+  if (o.search.empty()) return;
+  const launch_kind k = launch_of(o);
+  if (k == launch_kind::none)
+    throw bad_input("search",
+                    "frees the axes an imported launch fixes (--megatron-args, --torchtitan-config, "
+                    "--deepspeed-config); without one, --suggest searches every axis no flag gives");
+  if (!o.suggest && !o.min_gpus)
+    throw bad_input("search", "frees axes for --suggest and --min-gpus; one layout is the launch's");
+  const recipe r = load_recipe(o.recipe);
+  // `named`: the user named the axis (refused when it cannot be freed), else `all` or a follower (skipped).
+  auto free_axis = [&](const named_axis& a, bool named) {
+    const std::string why = cannot_change(k, r, a.name);
+    const bool on_command_line = o.app && o.app->count(a.flag) > 0;
+    if (named && !why.empty()) throw bad_input("search", std::string(a.name) + ": " + why);
+    if (named && on_command_line)
+      throw bad_input("search",
+                      std::string(a.name) + ": " + a.flag + " fixes it on the command line: give one");
+    if (why.empty() && !on_command_line && !freed(o, a.flag)) o.freed.emplace_back(a.flag);
+  };
+  std::vector<std::string> valid;
+  for (const auto& a : search_names) valid.emplace_back(a.name);
+  for (const auto& name : o.search) {
+    const auto it = std::find_if(std::begin(search_names), std::end(search_names),
+                                 [&](const named_axis& a) { return name == a.name; });
+    if (name == "all") {
+      for (const auto& a : search_names) free_axis(a, false);
+    } else if (it != std::end(search_names)) {
+      free_axis(*it, true);
+    } else {
+      const std::string near = detail::closest_name(name, valid);
+      std::string list;
+      for (const auto& v : valid) list += v + ", ";
+      throw bad_input("search", "unknown axis '" + shown_name(name) + "'" +
+                                    (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                                    ": the axes are " + list + "or all");
+    }
+  }
+  // What means nothing at the launch's tp 1 or pp 1 is freed with it (named_axis order: sp, etp after tp).
+  if (freed(o, "--tp") && o.tp == 1)
+    for (const auto& a : search_names)
+      if (std::string_view(a.name) == "sp" || std::string_view(a.name) == "etp") free_axis(a, false);
+  if (freed(o, "--pp") && o.pp == 1) free_axis(search_names[3], false);
+  if (freed(o, "--pp") && !o.pp_layout.empty() && given(o, "--pp-layout"))
+    throw bad_input("search",
+                    "pp: the launch splits its layers over its " + std::to_string(o.pp) +
+                        " stages, a split for that pp only: state no split in the launch to search pp");
+}
+
+bool fixed_for_search(const plan_options& o, const char* flag) {
+  return given(o, flag) && !freed(o, flag);
+}
+
+search_axes search_axes_from(const plan_options& o) {
+  search_axes axes;
+  if (fixed_for_search(o, "--tp")) axes.tp = o.tp;
+  if (fixed_for_search(o, "--pp")) axes.pp = o.pp;
+  if (fixed_for_search(o, "--cp")) axes.cp = o.cp;
+  if (fixed_for_search(o, "--zero")) axes.zero = o.zero;
+  if (fixed_for_search(o, "--recompute")) {
+    const auto mode = parse_name<recompute_mode>(o.recompute);
+    if (!mode)
+      throw bad_input("recompute",
+                      "must be " + names_phrase<recompute_mode>() + ", got '" + o.recompute + "'");
+    axes.recompute = *mode;
+  }
+  if (fixed_for_search(o, "--sequence-parallel") || given(o, "--no-sequence-parallel"))
+    axes.sequence_parallel = o.sequence_parallel;
+  if (fixed_for_search(o, "--vpp")) axes.vpp = o.vpp;
+  if (fixed_for_search(o, "--micro-batch")) axes.micro_batch = o.micro_batch;
+  axes.offload_optimizer = o.offload;
+  axes.offload_params = o.offload_params;
+  axes.zero3_inflight_units = o.units;
+  axes.zero3_live_params = o.zero3_live_params;
+  axes.reshard_after_forward = o.reshard_after_forward;
+  if (fixed_for_search(o, "--ep")) axes.ep = o.ep;
+  if (fixed_for_search(o, "--etp")) axes.etp = o.etp;
+  axes.dp_replicate = o.dp_replicate;
+  axes.reduce_bucket = o.reduce_bucket;
+  axes.prefetch_bucket = o.prefetch_bucket;
+  for (auto [v, name] : {std::pair{axes.tp, "tp"}, {axes.pp, "pp"}, {axes.cp, "cp"}})
+    if (v && *v <= 0) throw bad_input(name, "must be positive, got " + std::to_string(*v));
+  if (o.vpp <= 0) throw bad_input("vpp", "must be positive");
+  // What the launch's framework runs, where the search varies an axis.
+  const launch_kind k = launch_of(o);
+  axes.zero_stages = framework_zero_stages(k);
+  if (k == launch_kind::torchtitan) {
+    axes.recompute_modes = {recompute_mode::none,
+                            recompute_mode::full};  // its selective is per-op or per-layer
+    if (!axes.tp) axes.sequence_parallel = true;    // torchtitan's rule: sp wherever tp > 1
+    if (!axes.vpp) axes.vpp = o.vpp;  // its stages per rank follow the schedule (1F1B by default: 1)
+  }
+  axes.even_pp_split = k == launch_kind::megatron && o.pp_layout.empty() && o.first_stage_layers == 0 &&
+                       o.last_stage_layers == 0;
+  return axes;
+}
+
+launch_pins pinned_by_launch(const plan_options& o, const problem& p) {
+  launch_pins pins;
+  const launch_kind k = launch_of(o);
+  if (k == launch_kind::none) return pins;
+  std::vector<std::string> held;
+  for (const auto& a : search_names) {
+    const std::string_view name = a.name;
+    if (!fixed_for_search(o, a.flag) || (o.app && o.app->count(a.flag) > 0) ||
+        !cannot_change(k, p.precision, name).empty() || !means_something(o, p, name))
+      continue;
+    const std::string v = name == "sp"          ? std::string(o.sequence_parallel ? "sp" : "no sp")
+                          : name == "zero"      ? "ZeRO-" + std::to_string(o.zero)
+                          : name == "recompute" ? "recompute " + o.recompute
+                          : name == "micro-batch"
+                              ? "micro-batch " + std::to_string(o.micro_batch)
+                              : std::string(name) + " " +
+                                    std::to_string(name == "tp"    ? o.tp
+                                                   : name == "pp"  ? o.pp
+                                                   : name == "cp"  ? o.cp
+                                                   : name == "vpp" ? o.vpp
+                                                   : name == "ep"  ? o.ep
+                                                                   : (o.etp > 0 ? o.etp : o.tp));
+    held.push_back(v);
+    pins.names += (pins.names.empty() ? "" : ",") + std::string(name);
+  }
+  for (std::size_t i = 0; i < held.size(); ++i)
+    pins.values += (i == 0 ? "" : i + 1 == held.size() ? " and " : ", ") + held[i];
+  return pins;
+}
+
+std::string launch_edit(const plan_options& o, const layout& l, std::int64_t micro_batch) {
+  std::vector<std::pair<std::string, std::string>> changes;
+  auto differs = [&](const char* flag, const std::string& now, const std::string& launch) {
+    if (freed(o, flag) && now != launch) changes.emplace_back(flag, now);
+  };
+  const auto n = [](std::int64_t v) { return std::to_string(v); };
+  differs("--tp", n(l.tp), n(o.tp));
+  differs("--pp", n(l.pp), n(o.pp));
+  differs("--cp", n(l.cp), n(o.cp));
+  differs("--vpp", n(l.vpp), n(o.vpp));
+  differs("--ep", n(l.ep), n(o.ep));
+  if (l.ep > 1) differs("--etp", n(l.expert_tp()), n(o.etp > 0 ? o.etp : o.tp));
+  if (l.tp > 1)
+    differs("--sequence-parallel", l.sequence_parallel ? "on" : "off", o.sequence_parallel ? "on" : "off");
+  if (l.shard_degree() > 1) differs("--zero", n(l.zero), n(o.zero));
+  differs("--recompute", std::string(to_string(l.recompute)), o.recompute);
+  differs("--micro-batch", n(micro_batch), n(o.micro_batch));
+  return launch_changes(o, changes);
+}
+
+std::string searched_instead(const plan_options& o, const problem& p, const launch_pins& pins,
+                             std::optional<int> gpus) {
+  plan_options freed = o;
+  freed.search.clear();
+  for (std::size_t from = 0; from < pins.names.size();) {
+    const std::size_t end = std::min(pins.names.find(',', from), pins.names.size());
+    freed.search.push_back(pins.names.substr(from, end - from));
+    from = end + 1;
+  }
+  free_searched_axes(freed);
+  const layout_search search(p, search_axes_from(freed), o.costs);
+  const std::string with = "with them searched (--search " + pins.names + ")";
+  auto first = [&](const candidate& c) {
+    const std::string edit = launch_edit(freed, c.where, c.micro_batch);
+    return strategy_name(c.where) + " (" + axes_string(c.where) +
+           "): " + (edit.empty() ? "the launch's own" : edit);
+  };
+  if (gpus) {
+    const suggestion s = search.suggest(*gpus);
+    if (!s.fitting.empty())
+      return with + ", " + std::to_string(s.fitting.size()) + " of " + std::to_string(s.evaluated) +
+             " layouts fit on " + std::to_string(*gpus) + " GPUs; the first is " + first(s.fitting.front());
+  }
+  const min_gpus_result m = min_gpus(search, o.max_gpus);
+  if (!m.n_min || !m.at_min || m.at_min->fitting.empty())
+    return with + ", no count up to " + std::to_string(o.max_gpus) + " has a fitting layout either";
+  return with + (gpus ? ", none fits on " + std::to_string(*gpus) + " GPUs either; " : ", ") +
+         "the smallest count with a fitting layout is " + std::to_string(*m.n_min) + ", the first there " +
+         first(m.at_min->fitting.front());
+}
+
+advice held_advice(advice a, const launch_pins& pins, const std::string& searched) {
+  const std::string held = "with " + pins.values + " fixed by the launch";
+  if (a.bound_by != "state") a.why = held + ", " + a.why;
+  for (auto& l : a.levers) {
+    if (const auto at = l.find(" with these settings"); at != std::string::npos)
+      l = l.substr(0, at) + " " + held + "; free them with --search " + pins.names;
+    else if (const auto mg = l.find(" (--min-gpus)"); mg != std::string::npos)
+      l.insert(mg, " " + held);
+  }
+  a.levers.push_back(searched);
+  return a;
+}
 
 probes::caching_options imported_allocator(const plan_options& o) {
   probes::caching_options c;

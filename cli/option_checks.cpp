@@ -1,12 +1,13 @@
 // option_checks.cpp: options refused where they cannot apply (option_checks.hpp).
 #include "option_checks.hpp"
 
+#include "launch_options.hpp"
 #include "planner/errors.hpp"
 
 namespace headroom::cli {
 
 void check_options_apply(const plan_options& o, const problem& p) {
-  const bool zero_given = given(o, "--zero");
+  const bool zero_given = fixed_for_search(o, "--zero");  // not an axis --search freed
   if (zero_given && o.zero < 3)
     // (--no-reshard-after-forward counts as --reshard-after-forward, its negation)
     for (const char* flag : {"--zero3-live-params", "--zero3-inflight-units", "--reshard-after-forward",

@@ -178,6 +178,10 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
               "--suggest: also search ZeRO-Offload (optimizer state in host memory; slower steps)");
   c->add_option("--recipes", o.recipes, "--suggest: search these recipes too, e.g. bf16-adam,bf16-adam8bit")
       ->delimiter(',');
+  c->add_option("--search", o.search,
+                "--suggest / --min-gpus under a launch file: search these axes it fixes, e.g. tp,pp,ep,recompute "
+                "(tp, pp, cp, vpp, ep, etp, sp, zero, recompute, micro-batch, or all)")
+      ->delimiter(',');
   c->add_flag("--explain", o.explain, "Derive every figure for this case");
   c->add_flag("--suggest", o.suggest, "Search every layout for N GPUs and rank those that fit");
   c->add_flag("--min-gpus", o.min_gpus, "Find the smallest N (and the smallest in whole nodes) with a fitting layout");
@@ -388,40 +392,26 @@ struct plan_run {
   }
 };
 
-// Returns the axes the command line fixes; the others are searched.
-search_axes axes_from(const plan_options& o) {
-  search_axes axes;
-  if (given(o, "--tp")) axes.tp = o.tp;
-  if (given(o, "--pp")) axes.pp = o.pp;
-  if (given(o, "--cp")) axes.cp = o.cp;
-  if (given(o, "--zero")) axes.zero = o.zero;
-  if (given(o, "--recompute")) axes.recompute = recompute_from(o.recompute);
-  if (given(o, "--sequence-parallel") || given(o, "--no-sequence-parallel"))
-    axes.sequence_parallel = o.sequence_parallel;
-  if (given(o, "--vpp")) axes.vpp = o.vpp;
-  if (given(o, "--micro-batch")) axes.micro_batch = o.micro_batch;
-  axes.offload_optimizer = o.offload;
-  axes.offload_params = o.offload_params;
-  axes.zero3_inflight_units = o.units;
-  axes.zero3_live_params = o.zero3_live_params;
-  axes.reshard_after_forward = o.reshard_after_forward;
-  if (given(o, "--ep")) axes.ep = o.ep;
-  if (given(o, "--etp")) axes.etp = o.etp;
-  axes.dp_replicate = o.dp_replicate;
-  axes.reduce_bucket = o.reduce_bucket;
-  axes.prefetch_bucket = o.prefetch_bucket;
-  for (auto [v, name] : {std::pair{axes.tp, "tp"}, {axes.pp, "pp"}, {axes.cp, "cp"}})
-    if (v && *v <= 0) throw bad_input(name, "must be positive, got " + std::to_string(*v));
-  if (o.vpp <= 0) throw bad_input("vpp", "must be positive");
-  return axes;
-}
-
 // plan --min-gpus.
 int run_min_gpus(plan_run& r) {
   const auto m = min_gpus(layout_search(r.p, r.axes, r.o.costs), r.o.max_gpus);
-  if (!r.json_path.empty()) r.outs.add(r.json_path, min_gpus_json(r.p, m).dump(2) + "\n");
+  const launch_pins pins = pinned_by_launch(r.o, r.p);
+  const std::string instead = pins.empty() ? "" : searched_instead(r.o, r.p, pins, std::nullopt);
+  if (!r.json_path.empty()) {
+    nlohmann::json j = min_gpus_json(r.p, m);
+    if (!pins.empty())
+      j["held_by_launch"] = {{"axes", pins.values}, {"search", pins.names}, {"searched", instead}};
+    r.outs.add(r.json_path, j.dump(2) + "\n");
+  }
   std::ostringstream text;  // 0 rows: every fitting layout, tight ones too
-  write_min_gpus_text(text, r.p, m, static_cast<std::size_t>(r.o.top));
+  write_min_gpus_text(text, r.p, m, static_cast<std::size_t>(r.o.top), pins.values, pins.names);
+  if (!pins.empty()) text << instead << "\n";
+  if (!r.o.freed.empty() && m.at_min && !m.at_min->fitting.empty()) {
+    const candidate& c = m.at_min->fitting.front();
+    const std::string edit = launch_edit(r.o, c.where, c.micro_batch);
+    text << "the first at N = " << *m.n_min << " under the launch: " << (edit.empty() ? "its own layout" : edit)
+         << "\n";
+  }
   const layout* best = m.at_min && !m.at_min->fitting.empty() ? &m.at_min->fitting.front().where : nullptr;
   return r.finish(text.str(), best, m.n_min ? exit_fits : exit_does_not_fit);
 }
@@ -432,18 +422,25 @@ int run_suggest(plan_run& r) {
   for (const auto& name : r.o.recipes) recipes.push_back(load_recipe(name));
   const auto s = suggest_across(r.p, r.axes, r.o.costs, *r.o.gpus, recipes, r.o.allow_offload);
   std::optional<advice> why_not;
+  const launch_pins pins = pinned_by_launch(r.o, r.p);
   if (s.fitting.empty())
     why_not = advise_search(r.p, r.axes, r.o.costs, s, r.o.max_gpus, launch_spelling(r.o));
+  if (why_not && !pins.empty()) why_not = held_advice(*why_not, pins, searched_instead(r.o, r.p, pins, *r.o.gpus));
   if (!r.json_path.empty()) {
     nlohmann::json j = suggest_json(r.p, s);
     if (why_not) j["advice"] = advice_json(*why_not);
+    if (!pins.empty()) j["held_by_launch"] = {{"axes", pins.values}, {"search", pins.names}};
     if (!r.imports.empty()) j["not_modelled"] = unmodelled_json(r.imports);
     r.outs.add(r.json_path, j.dump(2) + "\n");
   }
   if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_suggest_csv(out, r.p, s); });
   std::ostringstream text;
-  write_suggest_text(text, r.p, s, static_cast<std::size_t>(r.o.top));
+  write_suggest_text(text, r.p, s, static_cast<std::size_t>(r.o.top), pins.values, pins.names);
   if (why_not) text << advice_text(*why_not);
+  if (!r.o.freed.empty() && !s.fitting.empty()) {
+    const std::string edit = launch_edit(r.o, s.fitting.front().where, s.fitting.front().micro_batch);
+    text << "the first under the launch: " << (edit.empty() ? "its own layout" : edit) << "\n";
+  }
   if (r.o.explain && !s.fitting.empty()) {
     const candidate& best = s.fitting.front();
     problem q = r.p;
@@ -540,6 +537,7 @@ int run_one_layout(plan_run& r) {
 int run_plan(const plan_options& options) {
   plan_options o = options;
   const std::vector<launch_import> imports = apply_imports(o);
+  free_searched_axes(o);
   o.imports_applied = true;
   o.calibration_notes_in_output = true;
   const problem p = problem_from(o);
@@ -560,7 +558,7 @@ int run_plan(const plan_options& options) {
   if (o.max_gpus <= 0 || o.max_gpus > max_gpus)
     throw bad_input("max-gpus", "must be between 1 and " + std::to_string(max_gpus));
   if (o.top < 0 || o.top > 1'000'000) throw bad_input("top", "must be between 0 (all rows) and 1000000");
-  plan_run r{o, p, axes_from(o), o.json_out.empty() && given(o, "--json") ? "-" : o.json_out,
+  plan_run r{o, p, search_axes_from(o), o.json_out.empty() && given(o, "--json") ? "-" : o.json_out,
              o.csv_out.empty() && given(o, "--csv") ? "-" : o.csv_out, probes::output_set(o.force, &std::cout),
              std::nullopt, imports};
   if (o.min_gpus && !r.csv_path.empty()) throw bad_input("csv", "--min-gpus writes a table or --json, not CSV");

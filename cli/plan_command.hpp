@@ -66,6 +66,9 @@ struct plan_options {
   std::int64_t max_fit_limit = 0;       // 0: the axis's default (planner/max_fit.hpp)
   bool allow_offload = false;           // --suggest also searches optimizer offload
   std::vector<std::string> recipes;     // --suggest: the recipes searched (default: --recipe)
+  // --search AXES: the axes of an imported launch --suggest / --min-gpus search (launch_options.hpp), and the
+  // flags of the axes that frees (free_searched_axes fills it; fixed_for_search reads it).
+  std::vector<std::string> search, freed;
   std::int64_t top = 20;
   int max_gpus = 16384;
   cost_model costs;

@@ -258,7 +258,15 @@ void write_plan_csv(std::ostream& o, const problem& p, const breakdown& b) {
   }
 }
 
-void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top) {
+namespace {
+// Returns " with tp 1 and pp 1 fixed by the launch" for the axes a launch holds (`held`), "" for none.
+std::string held_by_launch(const std::string& held) {
+  return held.empty() ? "" : " with " + held + " fixed by the launch";
+}
+}  // namespace
+
+void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top,
+                        const std::string& held, const std::string& search) {
   o << "headroom plan --suggest: " << printable(p.model.name) << " on " << s.gpus << " GPUs" << assumed_capacity(p)
     << ", seq "
     << p.training.seq << ", " << micro_batch_phrase(p, s) << ", " << printable(p.precision.name) << "; "
@@ -296,8 +304,14 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
   if (s.fitting.empty()) {
     // The first line follows the bound (planner/advice.hpp): when state alone exceeds what the GPU leaves on
     // these GPUs, only more GPUs or less state per GPU help, never a shorter sequence or a smaller micro-batch.
-    o << (s.bound.impossible ? "nothing fits: add GPUs (state alone exceeds what each GPU leaves: the bound below)\n"
-                             : "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n");
+    // The bound holds for every layout; any other verdict only for the axes a launch holds.
+    if (s.bound.impossible)
+      o << "nothing fits: add GPUs (state alone exceeds what each GPU leaves: the bound below)\n";
+    else if (!held.empty())
+      o << "nothing fits" << held_by_launch(held) << ": search them (--search " << search
+        << "), add GPUs, shorten the sequence, or cut the micro-batch\n";
+    else
+      o << "nothing fits: add GPUs, shorten the sequence, or cut the micro-batch\n";
     o << explain_nothing_fits(p, s);
     return;
   }
@@ -316,6 +330,8 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
     << fixed(100.0 * static_cast<double>(best.worst.headroom) / static_cast<double>(best.worst.capacity), 1)
     << "%)\n";
   o << "tight = fits with under 5% headroom, too tight to trust; ranked after the rest\n";
+  if (!held.empty())
+    o << "ranked" << held_by_launch(held) << "; --search " << search << " searches them too\n";
 }
 
 nlohmann::json suggest_json(const problem& p, const suggestion& s) {
@@ -359,15 +375,18 @@ void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s) {
   }
 }
 
-void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top) {
+void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top,
+                         const std::string& held, const std::string& search) {
   o << "headroom plan --min-gpus: " << printable(p.model.name) << assumed_capacity(p) << ", seq "
     << p.training.seq << ", "
     << (r.at_min ? micro_batch_phrase(p, *r.at_min) : "micro-batch " + std::to_string(p.training.micro_batch))
     << ", " << printable(p.precision.name) << " (predicted by the analytic model)\n\n";
   o << explain_min_gpus(p, r);
   if (!r.n_min) {
-    o << "\nno GPU count up to the search limit has a fitting layout (" << r.evaluated
-      << " layouts evaluated)\n";
+    o << "\n"
+      << (held.empty() ? "" : "with " + held + " fixed by the launch, ")
+      << "no GPU count up to the search limit (--max-gpus) has a fitting layout (" << r.evaluated
+      << " layouts evaluated)" << (held.empty() ? "" : "; free them with --search " + search) << "\n";
     return;
   }
   auto show = [&](const std::string& what, int n, const suggestion& s) {
@@ -388,10 +407,12 @@ void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_resul
     write_table_rule(o, true, aw);
     write_peak_note(o, peak);
   };
-  show("smallest GPU count with a fitting layout", *r.n_min, *r.at_min);
+  const std::string held_note =
+      held.empty() ? "" : held_by_launch(held) + " (--search " + search + " frees them)";
+  show("smallest GPU count with a fitting layout" + held_note, *r.n_min, *r.at_min);
   if (r.n_nodes)
     show("smallest count in whole nodes of " + std::to_string(p.device.gpus_per_node) +
-             " with a fitting layout (--gpus-per-node)",
+             " with a fitting layout (--gpus-per-node)" + held_by_launch(held),
          *r.n_nodes, *r.at_nodes);
   o << "\n" << r.evaluated << " layouts evaluated in all\n";
 }

@@ -80,13 +80,16 @@ std::string csv_field(const std::string& s);
 extern const char* const layout_csv_header;
 void layout_csv(std::ostream& o, const problem& p, const layout& l, std::int64_t micro_batch);
 
-// --suggest: heading, ranked table (top `top`, 0 = all), "nothing fits" and the proof.
-void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top);
+// --suggest: heading, ranked table (top `top`, 0 = all), "nothing fits" and the proof. `held` ("tp 1 and pp
+// 1"): the axes a launch fixes, which the verdict is conditional on and --search `search` frees ("": none).
+void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top,
+                        const std::string& held = "", const std::string& search = "");
 nlohmann::json suggest_json(const problem& p, const suggestion& s);
 void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s);
 
 // --min-gpus: the derivation, the smallest N and whole-node count, and the best layouts there.
-void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top);
+void write_min_gpus_text(std::ostream& o, const problem& p, const min_gpus_result& r, std::size_t top,
+                         const std::string& held = "", const std::string& search = "");
 nlohmann::json min_gpus_json(const problem& p, const min_gpus_result& r);
 
 // `headroom recipes`: every built-in recipe, its buffers, and the bytes per parameter each ZeRO stage leaves

@@ -26,13 +26,21 @@ std::vector<search_axis> search_space(const problem& p, const search_axes& a) {
   for (int t = 1; t <= p.device.gpus_per_node; ++t) tps.push_back(t);
   for (int c = 2; c <= 64; c *= 2)
     if (p.training.seq >= 16384 && p.training.seq / c >= 4096) cps.push_back(c);
-  for (std::int64_t q = 1; q <= p.model.layers + 2; ++q) pps.push_back(q);
+  const std::int64_t split_layers =
+      p.model.layers + int{p.training.split.embedding_as_layer} + int{p.training.split.loss_as_layer};
+  for (std::int64_t q = 1; q <= p.model.layers + 2; ++q)
+    if (!a.even_pp_split || split_layers % q == 0) pps.push_back(q);
   for (int v = 1; v <= 8; ++v) vpps.push_back(v);
   // ZeRO stages: those the recipe runs with (recipe.hpp), from 1 with optimizer offload.
   std::vector<std::int64_t> zeros;
   for (int z = lowest_searched_zero(p, a); z <= p.precision.highest_zero(); ++z)
-    zeros.push_back(z);
-  for (const auto& r : recompute_names) recomputes.push_back(static_cast<std::int64_t>(r.value));
+    if (a.zero_stages.empty() ||
+        std::find(a.zero_stages.begin(), a.zero_stages.end(), z) != a.zero_stages.end())
+      zeros.push_back(z);
+  for (const auto& r : recompute_names)
+    if (a.recompute_modes.empty() ||
+        std::find(a.recompute_modes.begin(), a.recompute_modes.end(), r.value) != a.recompute_modes.end())
+      recomputes.push_back(static_cast<std::int64_t>(r.value));
   // ep: the divisors of the routed experts (a dense model: 1). etp: tp (0) and, where tp > 1, 1 (Megatron's
   // MoE parallel folding runs experts without tensor parallelism under a tensor-parallel attention).
   std::vector<std::int64_t> eps{1}, etps{0, 1};

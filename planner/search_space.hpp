@@ -24,6 +24,14 @@ struct search_axes {
   std::optional<std::int64_t> micro_batch;  // unset: searched, the global batch fixed
   std::optional<recompute_mode> recompute;
   std::optional<bool> sequence_parallel;
+  // What an imported launch's framework runs, where the search varies the axis (empty: every value): the ZeRO
+  // stages (Megatron 0-1, its distributed optimizer being ZeRO-1; torchtitan 0 and 3, FSDP) and the
+  // recompute modes (torchtitan: none and full, having no core-attention selective mode).
+  std::vector<int> zero_stages;
+  std::vector<recompute_mode> recompute_modes;
+  // A searched pp divides the layers (with a counted embedding and loss) evenly: Megatron refuses a remainder
+  // when its launch states no split (arguments.py l.985-998).
+  bool even_pp_split = false;
   bool offload_optimizer = false;
   bool offload_params = false;  // ZeRO-3 parameter offload: fixes the ZeRO stage at 3
   int zero3_inflight_units = 2;
