@@ -118,7 +118,7 @@ std::optional<report::bar_row> record_bar(const probes::measurement_record& r,
                                           const std::optional<calibration>& cal, std::string& why) {
   if (!r.inputs || !r.where || r.kind == "overheads") return std::nullopt;
   problem p = *r.inputs;
-  if (cal) {
+  if (cal && weakness(*cal).empty()) {  // a fit too weak to use is not used, as in plan (strength.hpp)
     p.device.reserve = reserve_of(*cal, "");
     if (cal->fixed_overheads) p.device.fixed_overheads = *cal->fixed_overheads;
   }
@@ -180,7 +180,9 @@ std::string totals_section(const std::vector<report::plan_view>& plans,
        "reference "
        "total (state + activations + reserve) and the step peak + fixed overheads; the larger decides. Plans "
        "are drawn as they were written; a record's case is predicted by this planner, with "
-    << (cal ? "the calibration's reserve" : "the reserve the record states (the default: uncalibrated)")
+    << (cal && weakness(*cal).empty() ? "the calibration's reserve"
+        : cal ? "the reserve the record states (the calibration is too weak to use, as plan would say)"
+              : "the reserve the record states (the default: uncalibrated)")
     << ", at the stage it measured. The black bar beneath is what the record measured on a GPU or emulated ("
     << measured << " of " << rows.size() - plans.size() << " records have one).</p>\n"
     << report::bars_svg(rows) << "\n";
@@ -223,7 +225,14 @@ std::string calibration_terms(const calibration& c) {
 // The calibration: its terms with units, its domain (what it was fitted on), its margin.
 std::string calibration_section(const calibration& c) {
   std::ostringstream h;
-  h << "<h2>Calibration</h2>\n" << calibration_terms(c);
+  h << "<h2>Calibration</h2>\n";
+  const std::string weak = weakness(c);
+  h << "<p><b>Verdict</b>: "
+    << (weak.empty() ? std::string("usable (calibrate/strength.hpp's rule)")
+                     : "too weak to use: " + report::esc(weak) +
+                           "; <code>plan --calibration</code> keeps the default reserve with it")
+    << ".</p>\n"
+    << calibration_terms(c);
   auto stated = [](const std::string& s) { return s.empty() ? std::string("not stated") : report::esc(s); };
   std::size_t measured = 0, emulated = 0;
   double churn_lo = 0, churn_hi = 0, tok_lo = 0, tok_hi = 0;

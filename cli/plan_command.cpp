@@ -227,6 +227,39 @@ bool hf_default_attention(const plan_options& o) {
   return !o.hf_config.empty() && !given(o, "--attention");
 }
 
+namespace {
+
+// Sets `p`'s reserve (and fixed overheads) from --calibration: the calibration's, or the default with the
+// reason when its fit is too weak to use (calibrate/strength.hpp); --strict-calibration refuses a mismatch or
+// a weak fit. Nothing without --calibration.
+void apply_calibration(const plan_options& o, problem& p) {
+  if (o.calibration.empty()) {
+    if (o.strict_calibration) throw bad_input("strict-calibration", "applies to --calibration");
+    return;
+  }
+  if (given(o, "--reserve") || given(o, "--fixed-overheads"))
+    throw bad_input("calibration", "replaces --reserve and --fixed-overheads: give one or the other");
+  const auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
+  for (const auto& m : calibrate::mismatches(cal, {o.target_gpu, o.target_driver, "", o.gpu_type})) {
+    if (o.strict_calibration) throw bad_input("calibration", m + " (--strict-calibration)");
+    // plan states it under its title with the rest of the calibration's domain (plan_assumptions.hpp)
+    if (!o.calibration_notes_in_output)
+      std::cerr << one_line("headroom: warning: calibration " + o.calibration + ": " + m) << "\n";
+  }
+  // A fit too weak to use (calibrate/strength.hpp) is not used: the default reserve, and the line says why.
+  if (const auto weak = calibrate::weakness(cal); !weak.empty()) {
+    if (o.strict_calibration)
+      throw bad_input("calibration", o.calibration + " is too weak to use: " + weak + " (--strict-calibration)");
+    p.device.reserve.source = "the default reserve: calibration " + o.calibration + " is too weak to use (" +
+                              weak + ")";
+  } else {
+    p.device.reserve = calibrate::reserve_of(cal, o.calibration);
+    if (cal.fixed_overheads) p.device.fixed_overheads = *cal.fixed_overheads;
+  }
+}
+
+}  // namespace
+
 problem problem_from(const plan_options& o) {
   if (!o.imports_applied && (!o.megatron_args.empty() || !o.deepspeed_config.empty() || !o.torchtitan_config.empty()))
     throw bad_input(!o.megatron_args.empty() ? "megatron-args" : !o.deepspeed_config.empty() ? "deepspeed-config"
@@ -297,29 +330,7 @@ problem problem_from(const plan_options& o) {
   if (moe_settings && !p.model.moe.enabled())
     throw bad_input("moe", "routing settings (--moe-imbalance, --capacity-factor, --dispatcher) need a "
                            "mixture-of-experts model");
-  if (!o.calibration.empty()) {
-    if (given(o, "--reserve") || given(o, "--fixed-overheads"))
-      throw bad_input("calibration", "replaces --reserve and --fixed-overheads: give one or the other");
-    const auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
-    for (const auto& m : calibrate::mismatches(cal, {o.target_gpu, o.target_driver, "", o.gpu_type})) {
-      if (o.strict_calibration) throw bad_input("calibration", m + " (--strict-calibration)");
-      // plan states it under its title with the rest of the calibration's domain (plan_assumptions.hpp)
-      if (!o.calibration_notes_in_output)
-        std::cerr << one_line("headroom: warning: calibration " + o.calibration + ": " + m) << "\n";
-    }
-    // A fit too weak to use (calibrate/strength.hpp) is not used: the default reserve, and the line says why.
-    if (const auto weak = calibrate::weakness(cal); !weak.empty()) {
-      if (o.strict_calibration)
-        throw bad_input("calibration", o.calibration + " is too weak to use: " + weak + " (--strict-calibration)");
-      p.device.reserve.source = "the default reserve: calibration " + o.calibration + " is too weak to use (" +
-                                weak + ")";
-    } else {
-      p.device.reserve = calibrate::reserve_of(cal, o.calibration);
-      if (cal.fixed_overheads) p.device.fixed_overheads = *cal.fixed_overheads;
-    }
-  } else if (o.strict_calibration) {
-    throw bad_input("strict-calibration", "applies to --calibration");
-  }
+  apply_calibration(o, p);
   validate(p.training, p.device);
   check_options_apply(o, p);
   if (auto e = sequence_error(p.model, p.training)) throw *e;
