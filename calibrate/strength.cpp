@@ -56,7 +56,10 @@ std::string weakness(const calibration& c) {
     const double rel = tm.se / std::fabs(tm.value);
     if (share < weak_term_share || rel <= worst_term) continue;
     worst_term = rel;
-    term_why = "the " + tm.name + " term " + eng(tm.value) + " +- " + eng(tm.se) + " (" +
+    auto shown = [&](double v) {  // the fixed term in GiB, as calibrate prints it; the others as numbers
+      return t == 0 ? gib_str(static_cast<std::int64_t>(v), 2) + " GiB" : eng(v);
+    };
+    term_why = "the " + tm.name + " term " + shown(tm.value) + " +- " + shown(tm.se) + " (" +
                trim(100 * rel, 0) + "% of its value, carrying up to " + trim(100 * share, 0) +
                "% of a record's reserve)";
   }

@@ -455,6 +455,7 @@ measured_summary summarise_measured(const std::vector<validation_row>& rows,
     s.calibrated = true;
     s.calibration = measured_terms_text(*cal);
     s.no_spread = no_spread_reason(*cal);
+    s.weak = weakness(*cal);
     for (std::size_t i = 0; i < rows.size() && i < results.size(); ++i) {
       const auto& row = rows[i];
       if (row.kind != "measured_peak" || !row.skipped.empty()) continue;
@@ -552,6 +553,8 @@ nlohmann::json validation_to_json(const std::vector<validation_result>& results,
                      {"calibrated_in_fit", measured_stats_json(measured->calibrated_in_fit)},
                      {"uncalibrated_moe", measured_stats_json(measured->uncalibrated_moe)},
                      {"fit_rule", measured->fit_rule},
+                     {"calibration_too_weak", measured->weak.empty() ? nlohmann::json(nullptr)
+                                                                     : nlohmann::json(measured->weak)},
                      {"coverage", {{"held_out_rows", measured->coverage_rows}, {"inside_band", measured->covered},
                                    {"why_no_band", measured->no_spread}}}};
     nlohmann::json by = nlohmann::json::object();

@@ -81,6 +81,7 @@ struct measured_summary {
   std::string fit_rule;  // how the rows the calibration is fitted on were chosen (calibration_rows)
   int coverage_rows = 0, covered = 0;  // held-out rows with a band; of them, those measured inside it
   std::string no_spread;               // why the calibration has no band (no_spread_reason), or ""
+  std::string weak;                    // why its fit is too weak to use (strength.hpp weakness), or ""
   std::string calibration;  // the fitted terms as text, or why there is no calibration
   bool calibrated = false;
 };

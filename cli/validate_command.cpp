@@ -78,6 +78,12 @@ void validate_print_measured(std::ostream& out, const std::vector<calibrate::val
   out << "calibration fitted on " << s.fitted_on.size() << " row(s), " << printable(s.fit_rule, 300) << ":";
   for (const auto& id : s.fitted_on) out << "\n  " << printable(id);
   out << "\n  " << printable(s.calibration, 1000) << "\n";
+  out << "  verdict: "
+      << (s.weak.empty() ? std::string("usable (calibrate/strength.hpp's rule)")
+                         : "too weak to use: " + printable(s.weak, 300) +
+                               " (plan --calibration would keep the default reserve; the calibrated rows below "
+                               "show what the fit would have given)")
+      << "\n";
   out << "calibrated, held-out rows inside its domain: " << validate_stats_line(s.calibrated_held_out) << "\n";
   out << "calibrated, held-out rows outside its domain (the planner warns there): "
       << validate_stats_line(s.calibrated_outside_domain) << "\n";

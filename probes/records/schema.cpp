@@ -31,7 +31,7 @@ constexpr std::array<entry, 14> registry{{
     {kind::snapshot_replay, "snapshot_replay", 1, 1},
     {kind::calibration, "calibration", 1, 4},
     {kind::validation_pack, "validation", 2, 0},
-    {kind::validate, "validate", 1, 3},
+    {kind::validate, "validate", 1, 4},
     {kind::torch_replay, "torch_replay", 1, 0},
 }};
 
