@@ -5,6 +5,7 @@
 // benchmark prints its rate as a layouts/s counter.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "planner/estimate.hpp"
@@ -59,14 +60,15 @@ void BM_EvaluateLayout(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateLayout);
 
-// Times search.suggest(N = the benchmark's argument); the items are the layouts evaluated.
-// Also counts the fitting layouts of one search (each gets its full breakdown and cost).
-void time_suggest(benchmark::State& state, const layout_search& search) {
+// Times search.suggest(N = the benchmark's argument, `top`); the items are the layouts evaluated.
+// Also counts the fitting layouts of one search (each is costed and ranked; the first `top` get their full
+// breakdown, every one by default, as --json and --top 0 list them).
+void time_suggest(benchmark::State& state, const layout_search& search, std::size_t top = SIZE_MAX) {
   std::int64_t evaluated = 0, fitting = 0;
   for (auto _ : state) {
-    auto s = search.suggest(static_cast<int>(state.range(0)));
+    auto s = search.suggest(static_cast<int>(state.range(0)), top);
     evaluated += s.evaluated;
-    fitting = static_cast<std::int64_t>(s.fitting.size());
+    fitting = s.fit;
     benchmark::DoNotOptimize(s);
   }
   count_layouts(state, evaluated);
@@ -98,6 +100,15 @@ void BM_SuggestMoe(benchmark::State& state) {
 }
 BENCHMARK(BM_SuggestMoe)->Arg(1024)->Unit(benchmark::kMillisecond);
 
+// The same search ranking every fitting layout but building the full breakdown of the first 20 alone (the
+// rows a --top 20 table shows): the ranking keeps 2 x 20 compact records at most.
+void BM_SuggestMoeTop20(benchmark::State& state) {
+  search_axes axes;
+  axes.zero = 1;
+  time_suggest(state, layout_search(deepseek_v3(), axes, {}), 20);
+}
+BENCHMARK(BM_SuggestMoeTop20)->Arg(1024)->Unit(benchmark::kMillisecond);
+
 // Every MoE axis at once on a model whose 48 layers interleave (Qwen3-30B-A3B, 128 experts): ep, expert tp,
 // micro-batch, tp, sp, pp, vpp, ZeRO and recompute searched, two HSDP replicas (expert data parallelism
 // sharded within each), the all-gather dispatcher and a calibrated reserve, on 256 GPUs.
@@ -118,6 +129,11 @@ void BM_SuggestMoeAxes(benchmark::State& state) {
   time_suggest(state, qwen3_every_axis());
 }
 BENCHMARK(BM_SuggestMoeAxes)->Arg(256)->Unit(benchmark::kMillisecond);
+
+void BM_SuggestMoeAxesTop20(benchmark::State& state) {
+  time_suggest(state, qwen3_every_axis(), 20);
+}
+BENCHMARK(BM_SuggestMoeAxesTop20)->Arg(256)->Unit(benchmark::kMillisecond);
 
 // The MoE search's inner loop alone: whether any layout fits, DeepSeek-V3 (every stage of its own layer
 // kinds) for every N from 1 to 1,024 and Qwen3-30B-A3B (every MoE axis, HSDP) from 1 to 256; at 80 GB

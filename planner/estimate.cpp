@@ -155,13 +155,13 @@ std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_para
 
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
                              const rank_params& on_rank) {
-  if (l.zero == 0 || l.shard_degree() <= 1) return 0;
+  // Below ZeRO-3 without DeepSpeed's buckets nothing is in flight: answered before the shard degree's divisions.
+  if (l.zero == 0 || (l.zero < 3 && l.reduce_bucket == 0) || l.shard_degree() <= 1) return 0;
   // DeepSpeed's buckets (0 unless a DeepSpeed config set them): the gradient reduce buckets in the
   // gradients' dtype.
-  const std::int64_t grad_bytes = p.precision.bytes_of(buffer_kind::grads),
-                     param_bytes = p.precision.gathered_bytes_per_param();
-  std::int64_t buckets = saturating_mul(l.reduce_bucket, grad_bytes);
+  std::int64_t buckets = saturating_mul(l.reduce_bucket, p.precision.bytes_of(buffer_kind::grads));
   if (l.zero < 3) return buckets;
+  const std::int64_t param_bytes = p.precision.gathered_bytes_per_param();
   // ZeRO-3: whole layers gathered in flight, or DeepSpeed's prefetch bucket when that holds more.
   const std::int64_t gathered = l.reshard_after_forward ? zero3_units(pc, l, chunk_layers) * zero3_gather_bytes(p, pc, l)
                                                         : p.precision.gathered_bytes(on_rank.total() - on_rank.other,
@@ -359,17 +359,34 @@ bool middle_stage_dominates(const problem& p, const param_counts& pc, const layo
   return true;
 }
 
+stage_terms stage_terms_of(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                           const peak_sums& peaks, const layout& l, const stage_place& place, const layout_shares& sh) {
+  const rank_params on_rank = stage_params_on_rank(p, pc, l, place.stage, place.layers, place.moe_layers);
+  return {persistent_bytes(p, l, on_rank, sh),
+          stage_transient(p, pc, l, place.largest_chunk, on_rank),
+          stage_activations(p, pc, per_layer, peaks, l, place, sh).activations,
+          stage_working_set(peaks, l, place, sh.unsharded_grad),
+          place.last ? peaks.output_phase : 0,
+          p.device.allocator_workspaces};
+}
+
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l) {
   const layout_shares sh = shares_of(p, pc, l);
-  stage_breakdown worst;
+  // The stages' decisive totals from their terms, the full breakdown for the first largest alone.
+  stage_place worst;
+  std::int64_t most = 0;
   bool any = false;
   for_each_worst_candidate(p, pc, l, [&](const stage_place& place) {
-    stage_breakdown b = evaluate_stage(p, pc, per_layer, peaks, l, place, sh);
-    if (!any || b.decisive_total() > worst.decisive_total()) worst = b;
+    if (l.pp == 1) {  // one stage: nothing to compare
+      worst = place;
+      return;
+    }
+    const std::int64_t d = stage_terms_of(p, pc, per_layer, peaks, l, place, sh).decisive_total(p.device, sh.tokens);
+    if (!any || d > most) worst = place, most = d;
     any = true;
   });
-  return worst;
+  return evaluate_stage(p, pc, per_layer, peaks, l, worst, sh);
 }
 
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {

@@ -240,6 +240,11 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
                                const peak_sums& peaks, const layout& l, const stage_place& s,
                                const layout_shares& sh);
 
+// Returns the terms of stage `s` of `l` (stage_terms.hpp), bytes: the figures evaluate_stage's verdict adds up,
+// without the breakdown.
+stage_terms stage_terms_of(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                           const peak_sums& peaks, const layout& l, const stage_place& s, const layout_shares& sh);
+
 // Returns whether middle stage `a` holds at least what middle stage `b` after it holds, whatever the
 // recompute mode and ZeRO stage: the same layers of the same kinds in each model chunk (so the same
 // parameters, transient and working set) and, earlier in the pipeline, at least as many copies of each in
@@ -274,7 +279,8 @@ void for_each_worst_candidate(const problem& p, const param_counts& pc, const la
   }
 }
 
-// Returns the stage with the largest decisive total (the first such), among for_each_worst_candidate's.
+// Returns the stage with the largest decisive total (the first such), among for_each_worst_candidate's: their
+// totals from stage_terms_of, the full breakdown (evaluate_stage) for that stage alone.
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l);
 

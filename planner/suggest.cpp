@@ -166,6 +166,8 @@ const problem& layout_search::problem_of(const candidate& c) const {
 struct layout_search::fast_total {
   std::int64_t decisive = 0;
   bool fits = false;
+  const stage_place* worst = nullptr;  // the first stage with that total (evaluate_worst's choice)
+  const layout_shares* shares = nullptr;  // what its stages share, for evaluate_stage
 };
 
 // What one (variant, pipeline) keeps for its inner levels, per stage to evaluate (pipeline::places): found
@@ -197,7 +199,7 @@ void layout_search::for_each_layout(int gpus, bool monotone_first_only, Visit&& 
   w.activations.resize(most_places * m_activation.size());
   w.found.resize(m_activation.size());
   for (const auto& v : m_variants) {
-    if (monotone_first_only && !v.monotone_first) continue;
+    if ((monotone_first_only && !v.monotone_first) || v.ranks > gpus || gpus % v.ranks) continue;
     const problem& p = m_problems[v.problem];
     m_ledger.apply(v.combo, x);
     for (const pipeline& q : pipes) {
@@ -249,21 +251,24 @@ bool layout_search::visit_states(search_point& x, const variant& v, const pipeli
         w.found[r] = 1;
       }
       fast_total t;
+      std::size_t worst = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const stage_terms terms{w.persistent[i], w.transient[i], activations[i],
                                 stage_working_set(v.peaks, l, places[i], sh.unsharded_grad),
                                 places[i].last ? v.peaks.output_phase : 0, device.allocator_workspaces};
-        t.decisive = i == 0 ? terms.decisive_total(device, sh.tokens)
-                            : std::max(t.decisive, terms.decisive_total(device, sh.tokens));
+        const std::int64_t d = terms.decisive_total(device, sh.tokens);
+        if (i == 0 || d > t.decisive) t.decisive = d, worst = i;
       }
       t.fits = fits_in(t.decisive, device.capacity);
+      t.worst = places + worst;
+      t.shares = &sh;
       if (!visit(l, v, t)) return false;
     }
   }
   return true;
 }
 
-suggestion layout_search::suggest(int gpus) const {
+suggestion layout_search::suggest(int gpus, std::size_t top) const {
   if (gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(gpus));
   suggestion s;
   s.gpus = gpus;
@@ -271,51 +276,66 @@ suggestion layout_search::suggest(int gpus) const {
   s.space = m_space;
   s.micro_batch_searched = micro_batch_searched();
   s.vpp_searched = !m_axes.vpp;
-  // The smallest total seen: its layout and variant, the full breakdown made once at the end.
-  std::int64_t smallest = INT64_MAX;
-  layout smallest_layout;
-  const variant* smallest_variant = nullptr;
-  for_each_layout(gpus, false, [&](const layout& l, const variant& v, const fast_total& t) {
-    ++s.evaluated;
-    if (t.decisive < smallest) {
-      smallest = t.decisive;
-      smallest_layout = l;
-      smallest_variant = &v;
-    }
-    if (t.fits) {
-      const problem& p = m_problems[v.problem];
-      candidate c{l, p.training.micro_batch, evaluate_worst(p, m_params, v.sums, v.peaks, l), {}, false};
-      c.cost = cost_of(p, m_params, l, m_costs);
-      c.tight = c.worst.tight();
-      s.fitting.push_back(std::move(c));
-    }
-    return true;
-  });
-  if (smallest_variant) {
-    const problem& p = m_problems[smallest_variant->problem];
-    s.smallest = candidate{
-        smallest_layout,
-        p.training.micro_batch,
-        evaluate_worst(p, m_params, smallest_variant->sums, smallest_variant->peaks, smallest_layout),
-        {},
-        false};
-  }
-  // Ranked through an index (candidates are large): not tight first, then by cost, dp bytes, headroom,
-  // and at equal figures the smaller micro-batch.
-  std::vector<std::size_t> order(s.fitting.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) {
-    const candidate &a = s.fitting[i], &b = s.fitting[j];
+  // A fitting layout as the ranking sees it: the figures the order needs, and where its breakdown comes
+  // from (the stage the search found the worst, and what the layout's stages share). The full breakdowns
+  // are made once the order is known, for the first `top` alone, with evaluate_stage: the function
+  // estimate() builds `plan`'s stages with.
+  struct record {
+    layout where;
+    const variant* v = nullptr;
+    const stage_place* place = nullptr;
+    layout_shares shares;
+    layout_cost cost;
+    std::int64_t decisive = INT64_MAX;
+    std::int64_t micro_batch = 0;
+    std::int64_t seen = 0;  // its place in the enumeration: equal figures keep that order
+    bool tight = false;
+  };
+  // The order: not tight first, then by cost, dp bytes, headroom (the capacity less the decisive total: one
+  // capacity for every layout here), the smaller micro-batch, and the enumeration's order.
+  auto before = [](const record& a, const record& b) {
     if (a.tight != b.tight) return !a.tight;
     if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
     if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
-    if (a.worst.headroom != b.worst.headroom) return a.worst.headroom > b.worst.headroom;
-    return a.micro_batch < b.micro_batch;
+    if (a.decisive != b.decisive) return a.decisive < b.decisive;
+    if (a.micro_batch != b.micro_batch) return a.micro_batch < b.micro_batch;
+    return a.seen < b.seen;
+  };
+  const std::int64_t capacity = m_problem.device.capacity;
+  std::vector<record> fits;  // every fitting layout, or at most 2 x top of them: the best, by `before`
+  record smallest;           // the smallest total seen, fitting or not
+  for_each_layout(gpus, false, [&](const layout& l, const variant& v, const fast_total& t) {
+    if (t.decisive < smallest.decisive) smallest = {l, &v, t.worst, *t.shares, {}, t.decisive, 0, 0, false};
+    if (t.fits) {
+      const problem& p = m_problems[v.problem];
+      fits.push_back({l, &v, t.worst, *t.shares, cost_of(p, m_params, l, m_costs), t.decisive,
+                      p.training.micro_batch, s.evaluated, is_tight(capacity - t.decisive, capacity)});
+      ++s.fit;
+      if (fits.size() / 2 >= top && fits.size() >= 64) {  // keep the best `top`, every `top` (or 64) more
+        std::nth_element(fits.begin(), fits.begin() + static_cast<std::ptrdiff_t>(top), fits.end(), before);
+        fits.resize(top);
+      }
+    }
+    ++s.evaluated;
+    return true;
   });
-  std::vector<candidate> ranked;
-  ranked.reserve(order.size());
-  for (std::size_t i : order) ranked.push_back(std::move(s.fitting[i]));
-  s.fitting = std::move(ranked);
+  auto candidate_of = [&](const record& r) {
+    const problem& p = m_problems[r.v->problem];
+    candidate c{r.where, p.training.micro_batch,
+                evaluate_stage(p, m_params, r.v->sums, r.v->peaks, r.where, *r.place, r.shares), r.cost, false};
+    c.tight = c.worst.tight();
+    return c;
+  };
+  if (smallest.v) s.smallest = candidate_of(smallest);
+  if (fits.size() > top) {
+    std::nth_element(fits.begin(), fits.begin() + static_cast<std::ptrdiff_t>(top), fits.end(), before);
+    fits.resize(top);
+  }
+  std::vector<std::uint32_t> order(fits.size());  // sorted through an index: records are large
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t i, std::uint32_t j) { return before(fits[i], fits[j]); });
+  s.fitting.reserve(fits.size());
+  for (const std::uint32_t i : order) s.fitting.push_back(candidate_of(fits[i]));
   return s;
 }
 
@@ -347,6 +367,7 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
   if (allow_offload && !axes.offload_optimizer) offloads.push_back(true);
   suggestion all;
   bool first = true;
+  int searches = 0;
   for (std::size_t i = 0; i < searched.size(); ++i) {
     for (const bool offload : offloads) {
       problem q = p;
@@ -356,6 +377,7 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
       // A recipe runs only at its framework's ZeRO stages: a fixed stage outside them skips the recipe.
       if (a.zero && (*a.zero < q.precision.lowest_zero() || *a.zero > q.precision.highest_zero())) continue;
       suggestion s = layout_search(q, a, costs).suggest(gpus);
+      ++searches;
       for (auto& c : s.fitting) c.recipe = static_cast<int>(i);
       if (first) {
         all = std::move(s);
@@ -363,6 +385,7 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
         continue;
       }
       all.evaluated += s.evaluated;
+      all.fit += s.fit;
       if (s.smallest && (!all.smallest || s.smallest->worst.total < all.smallest->worst.total)) {
         all.smallest = std::move(s.smallest);
         all.smallest->recipe = static_cast<int>(i);
@@ -372,14 +395,15 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
   }
   if (searched.size() > 1) all.recipes = searched;
   all.offload_searched = offloads.size() > 1;
-  std::stable_sort(all.fitting.begin(), all.fitting.end(), [](const candidate& a, const candidate& b) {
-    if (a.tight != b.tight) return !a.tight;
-    if (a.where.offload_optimizer != b.where.offload_optimizer) return !a.where.offload_optimizer;
-    if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
-    if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
-    if (a.worst.headroom != b.worst.headroom) return a.worst.headroom > b.worst.headroom;
-    return a.micro_batch < b.micro_batch;
-  });
+  if (searches > 1)  // one search's ranking is already this order (one offload throughout)
+    std::stable_sort(all.fitting.begin(), all.fitting.end(), [](const candidate& a, const candidate& b) {
+      if (a.tight != b.tight) return !a.tight;
+      if (a.where.offload_optimizer != b.where.offload_optimizer) return !a.where.offload_optimizer;
+      if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
+      if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
+      if (a.worst.headroom != b.worst.headroom) return a.worst.headroom > b.worst.headroom;
+      return a.micro_batch < b.micro_batch;
+    });
   return all;
 }
 

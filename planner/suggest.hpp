@@ -39,7 +39,9 @@ struct state_bound {
 
 struct suggestion {
   int gpus = 0;
-  std::vector<candidate> fitting;     // ranked: not tight first, then by cost, dp bytes, headroom
+  std::vector<candidate> fitting;     // ranked: not tight first, then by cost, dp bytes, headroom (the first
+                                      // `top` of them where suggest() was given one)
+  std::int64_t fit = 0;               // layouts that fit: fitting.size() unless `top` held fewer
   std::optional<candidate> smallest;  // the smallest total seen, fitting or not
   std::int64_t evaluated = 0;         // layouts evaluated
   state_bound bound;
@@ -61,8 +63,10 @@ class layout_search {
   // Validates the problem and precomputes. Throws bad_input.
   layout_search(const problem& p, const search_axes& axes, const cost_model& costs);
 
-  // Returns every fitting layout for `gpus`, ranked, and how many were evaluated.
-  suggestion suggest(int gpus) const;
+  // Returns every fitting layout for `gpus`, ranked, each with its worst stage's full breakdown and its
+  // cost, and how many were evaluated and fit; with `top`, the first `top` of the ranking alone (the same
+  // first rows: the rest are ranked without a breakdown and dropped as they fall behind).
+  suggestion suggest(int gpus, std::size_t top = SIZE_MAX) const;
   // Returns true when some layout fits on `gpus`; counts evaluations into `evaluated`.
   bool any_fits(int gpus, std::int64_t& evaluated) const;
 

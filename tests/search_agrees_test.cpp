@@ -6,6 +6,7 @@
 
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "planner/estimate.hpp"
 #include "planner/suggest.hpp"
@@ -87,6 +88,37 @@ drawn draw(const std::string& name, std::mt19937& g) {
   return d;
 }
 
+// Checks that a stage the search reports is `plan`'s, figure by figure.
+void expect_same_stage(const stage_breakdown& got, const stage_breakdown& want, const std::string& what) {
+  EXPECT_EQ(got.stage, want.stage) << what;
+  EXPECT_EQ(got.layers, want.layers) << what;
+  EXPECT_EQ(got.moe_layers, want.moe_layers) << what;
+  EXPECT_EQ(got.params_on_rank, want.params_on_rank) << what;
+  EXPECT_EQ(got.expert_params_on_rank, want.expert_params_on_rank) << what;
+  EXPECT_EQ(got.buffer_bytes, want.buffer_bytes) << what;
+  EXPECT_EQ(got.params, want.params) << what;
+  EXPECT_EQ(got.grads, want.grads) << what;
+  EXPECT_EQ(got.master, want.master) << what;
+  EXPECT_EQ(got.optimizer, want.optimizer) << what;
+  EXPECT_EQ(got.host_offload, want.host_offload) << what;
+  EXPECT_EQ(got.transient, want.transient) << what;
+  EXPECT_EQ(got.layer_activations, want.layer_activations) << what;
+  EXPECT_EQ(got.moe_layer_activations, want.moe_layer_activations) << what;
+  EXPECT_EQ(got.embedding_activations, want.embedding_activations) << what;
+  EXPECT_EQ(got.mtp_activations, want.mtp_activations) << what;
+  EXPECT_EQ(got.activations, want.activations) << what;
+  EXPECT_EQ(got.logits, want.logits) << what;
+  EXPECT_EQ(got.working_set, want.working_set) << what;
+  EXPECT_EQ(got.output_phase, want.output_phase) << what;
+  EXPECT_EQ(got.step_peak, want.step_peak) << what;
+  EXPECT_EQ(got.peak_total, want.peak_total) << what;
+  EXPECT_EQ(got.reserve, want.reserve) << what;
+  EXPECT_EQ(got.total, want.total) << what;
+  EXPECT_EQ(got.capacity, want.capacity) << what;
+  EXPECT_EQ(got.headroom, want.headroom) << what;
+  EXPECT_EQ(got.fits, want.fits) << what;
+}
+
 // Checks that the search fixed to d's layout finds it fitting exactly at the capacity estimate() needs and
 // not a byte below, and that the breakdown it reports is estimate()'s worst stage.
 void expect_agrees(const drawn& d, const std::string& what) {
@@ -103,6 +135,12 @@ void expect_agrees(const drawn& d, const std::string& what) {
     EXPECT_EQ(s.smallest->worst.stage, b.worst) << what;
     EXPECT_EQ(s.smallest->worst.total, b.worst_stage().total) << what;
     EXPECT_EQ(s.fitting.size(), capacity == needed ? 1u : 0u) << what << " at capacity " << capacity;
+    // The full breakdowns, built after the ranking from the stage the search found the worst: plan's.
+    problem at = d.p;
+    at.device.capacity = capacity;
+    const stage_breakdown want = estimate(at, d.l).worst_stage();
+    expect_same_stage(s.smallest->worst, want, what);
+    if (!s.fitting.empty()) expect_same_stage(s.fitting.front().worst, want, what);
     std::int64_t evaluated = 0;
     EXPECT_EQ(search.any_fits(d.l.gpus, evaluated), capacity == needed) << what;
   }
@@ -141,12 +179,30 @@ TEST(SearchAgrees, FreeMoeSearchReportsPlansFigures) {
   const suggestion s = search.suggest(32);
   ASSERT_GT(s.evaluated, 1000);
   ASSERT_FALSE(s.fitting.empty());
-  for (const auto& c : s.fitting) {
+  // Each fitting layout's breakdown is plan's worst stage, and the ranking, made before any breakdown was
+  // built, is the order of plan's figures: not tight first, then cost, dp bytes, headroom, micro-batch.
+  auto key = [&](const candidate& c, const stage_breakdown& b) {
+    return std::make_tuple(b.tight(), c.cost.total, c.cost.dp_bytes, -b.headroom, c.micro_batch);
+  };
+  for (std::size_t i = 0; i < s.fitting.size(); ++i) {
+    const candidate& c = s.fitting[i];
     problem q = p;
     q.training.micro_batch = c.micro_batch;
-    EXPECT_EQ(estimate(q, c.where).worst_stage().decisive_total(), c.worst.decisive_total())
-        << axes_string(c.where) << " ep=" << c.where.ep;
+    const breakdown b = estimate(q, c.where);
+    const std::string what = axes_string(c.where) + " ep=" + std::to_string(c.where.ep);
+    expect_same_stage(c.worst, b.worst_stage(), what);
+    EXPECT_EQ(c.tight, b.worst_stage().tight()) << what;
+    if (i > 0) {
+      const candidate& prev = s.fitting[i - 1];
+      problem r = p;
+      r.training.micro_batch = prev.micro_batch;
+      EXPECT_LE(key(prev, estimate(r, prev.where).worst_stage()), key(c, b.worst_stage())) << what;
+    }
   }
+  ASSERT_TRUE(s.smallest);
+  problem q = p;
+  q.training.micro_batch = s.smallest->micro_batch;
+  expect_same_stage(s.smallest->worst, estimate(q, s.smallest->where).worst_stage(), "smallest");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "planner/errors.hpp"
 #include "test_support.hpp"
@@ -271,6 +273,48 @@ TEST(Suggest, MicroBatchAndVppAreSearchedUnlessFixed) {
   for (const auto& c : f.fitting) {
     EXPECT_EQ(c.micro_batch, 1);
     EXPECT_EQ(c.where.vpp, 1);
+  }
+}
+
+// suggest(N, top) ranks every fitting layout but builds the first `top` alone: they are the first `top` rows
+// of the full ranking, figure for figure, and the count of fitting layouts is the full one.
+TEST(Suggest, TopKeepsTheFirstRowsOfTheFullRanking) {
+  problem moe = preset_problem("mixtral-8x7b");
+  moe.device.capacity = 80 * gib;
+  moe.training.seq = 4096;
+  moe.training.global_batch = 256;
+  moe.device.reserve.fragmentation = 0.05;
+  const std::pair<problem, int> cases[] = {{preset_problem("gpt3-175b"), 64}, {moe, 32}};
+  for (const auto& [p, n] : cases) {
+    const layout_search search(p, {}, {});
+    const suggestion all = search.suggest(n);
+    ASSERT_GT(all.fitting.size(), 200u) << p.model.name;
+    EXPECT_EQ(all.fit, static_cast<std::int64_t>(all.fitting.size()));
+    for (const std::size_t top : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{40}, std::size_t{150},
+                                  all.fitting.size() + 5}) {
+      const suggestion s = search.suggest(n, top);
+      const std::string what = p.model.name + " top " + std::to_string(top);
+      EXPECT_EQ(s.fit, all.fit) << what;
+      EXPECT_EQ(s.evaluated, all.evaluated) << what;
+      ASSERT_EQ(s.fitting.size(), std::min(top, all.fitting.size())) << what;
+      ASSERT_TRUE(s.smallest && all.smallest) << what;
+      EXPECT_EQ(axes_string(s.smallest->where), axes_string(all.smallest->where)) << what;
+      EXPECT_EQ(s.smallest->worst.total, all.smallest->worst.total) << what;
+      for (std::size_t i = 0; i < s.fitting.size(); ++i) {
+        const candidate &a = s.fitting[i], &b = all.fitting[i];
+        EXPECT_EQ(axes_string(a.where) + " " + to_string(a.where.recompute) + " zero " + std::to_string(a.where.zero) +
+                      " ep " + std::to_string(a.where.ep) + " etp " + std::to_string(a.where.etp),
+                  axes_string(b.where) + " " + to_string(b.where.recompute) + " zero " + std::to_string(b.where.zero) +
+                      " ep " + std::to_string(b.where.ep) + " etp " + std::to_string(b.where.etp))
+            << what << " row " << i;
+        EXPECT_EQ(a.micro_batch, b.micro_batch) << what << " row " << i;
+        EXPECT_EQ(a.worst.stage, b.worst.stage) << what << " row " << i;
+        EXPECT_EQ(a.worst.headroom, b.worst.headroom) << what << " row " << i;
+        EXPECT_EQ(a.worst.total, b.worst.total) << what << " row " << i;
+        EXPECT_EQ(a.cost.total, b.cost.total) << what << " row " << i;
+        EXPECT_EQ(a.tight, b.tight) << what << " row " << i;
+      }
+    }
   }
 }
 
