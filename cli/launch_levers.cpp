@@ -38,8 +38,10 @@ std::string megatron_absent(std::string_view flag, const std::string& v) {
   return "";
 }
 
-// torchtitan's job-file key for a setting (job_config.py): "" when it has none.
-std::string torchtitan_key(std::string_view flag, const std::string& v) {
+// torchtitan's job-file key for a setting (job_config.py): "" when it has none. Under a pipeline (`pipelined`:
+// pp > 1) the micro-batch is parallelism.pipeline_parallel_microbatch_size, local_batch_size being the rank's
+// batch that the schedule splits (planner/imports/torchtitan_config.cpp reads it so).
+std::string torchtitan_key(std::string_view flag, const std::string& v, bool pipelined) {
   if (flag == "--recompute" && (v == "full" || v == "none")) return "activation_checkpoint.mode=" + v;
   if (flag == "--tp") return "parallelism.tensor_parallel_degree=" + v;
   if (flag == "--pp") return "parallelism.pipeline_parallel_degree=" + v;
@@ -52,7 +54,8 @@ std::string torchtitan_key(std::string_view flag, const std::string& v) {
     return "parallelism.data_parallel_shard_degree=1 --torchtitan-override "
            "parallelism.data_parallel_replicate_degree=-1";
   if (flag == "--seq") return "training.seq_len=" + v;
-  if (flag == "--micro-batch") return "training.local_batch_size=" + v;
+  if (flag == "--micro-batch")
+    return pipelined ? "parallelism.pipeline_parallel_microbatch_size=" + v : "training.local_batch_size=" + v;
   return "";
 }
 
@@ -64,8 +67,9 @@ std::string deepspeed_key(std::string_view flag, const std::string& v) {
   return "";
 }
 
-// Returns how a launch of `kind` changes setting `flag` to `v`, "" when it cannot state it.
-std::string change_in(launch_kind kind, std::string_view flag, const std::string& v) {
+// Returns how a launch of `kind` changes setting `flag` to `v`, "" when it cannot state it (`pipelined`: the
+// layout it lands on has pp > 1).
+std::string change_in(launch_kind kind, std::string_view flag, const std::string& v, bool pipelined) {
   if (kind == launch_kind::megatron) {
     if (const std::string a = megatron_absent(flag, v); !a.empty())
       return "drop " + a + " from --megatron-args";
@@ -73,7 +77,7 @@ std::string change_in(launch_kind kind, std::string_view flag, const std::string
     return m.empty() ? "" : "append " + m + " to --megatron-args";
   }
   if (kind == launch_kind::torchtitan) {
-    const std::string k = torchtitan_key(flag, v);
+    const std::string k = torchtitan_key(flag, v, pipelined);
     return k.empty() ? "" : "--torchtitan-override " + k;
   }
   const std::string k = kind == launch_kind::deepspeed ? deepspeed_key(flag, v) : "";
@@ -90,25 +94,28 @@ launch_kind launch_of(const plan_options& o) {
 }
 
 std::string launch_change(const plan_options& o, std::string_view flag, std::string_view value) {
-  return change_in(launch_of(o), flag, std::string(value));
+  return change_in(launch_of(o), flag, std::string(value), o.pp > 1);
 }
 
 std::string launch_changes(const plan_options& o,
                            const std::vector<std::pair<std::string, std::string>>& settings) {
   const launch_kind kind = launch_of(o);
+  bool pipelined = o.pp > 1;  // the pp the settings land on
+  for (const auto& [flag, v] : settings)
+    if (flag == "--pp") pipelined = v != "1";
   std::string appended, dropped, overrides, keys, unstated;
   auto add = [](std::string& list, const std::string& item, const char* sep) {
     list += (list.empty() ? "" : sep) + item;
   };
   for (const auto& [flag, v] : settings) {
-    if (change_in(kind, flag, v).empty())
+    if (change_in(kind, flag, v, pipelined).empty())
       add(unstated, flag + " " + v, ", ");
     else if (kind == launch_kind::megatron && !megatron_absent(flag, v).empty())
       add(dropped, megatron_absent(flag, v), ", ");
     else if (kind == launch_kind::megatron)
       add(appended, megatron_flags(flag, v), " ");
     else if (kind == launch_kind::torchtitan)
-      add(overrides, "--torchtitan-override " + torchtitan_key(flag, v), " ");
+      add(overrides, "--torchtitan-override " + torchtitan_key(flag, v, pipelined), " ");
     else
       add(keys, deepspeed_key(flag, v), ", ");
   }
@@ -126,11 +133,12 @@ flag_spelling launch_spelling(const plan_options& o) {
   if (o.imported.empty()) return {};
   const std::vector<std::string> stated = o.imported;
   const launch_kind kind = launch_of(o);
-  return [stated, kind](std::string_view flag, std::string_view value) -> std::string {
+  const bool pipelined = o.pp > 1;
+  return [stated, kind, pipelined](std::string_view flag, std::string_view value) -> std::string {
     const std::string v(value);
     if (std::find(stated.begin(), stated.end(), flag) == stated.end())
       return v.empty() ? std::string(flag) : std::string(flag) + " " + v;
-    return change_in(kind, flag, v);
+    return change_in(kind, flag, v, pipelined);
   };
 }
 

@@ -185,3 +185,24 @@ TEST(CliImportFixes, AttentionAgainstAMegatronLaunchNamesItsBackendFlag) {
 }
 
 }  // namespace
+
+namespace {
+
+// Under a pipeline torchtitan's micro-batch is parallelism.pipeline_parallel_microbatch_size (local_batch_size is
+// the rank's batch the schedule splits): the refusal of a contradicting --micro-batch spells it so, and the
+// spelled override plans the micro-batch asked for.
+TEST(CliImportFixes, TorchtitanMicroBatchUnderAPipelineIsTheScheduleKey) {
+  const std::string titan = "plan --torchtitan-config " + data + "/torchtitan/llama3_8b_2025-06.toml --gpus 16 ";
+  const std::string pp2 = "--torchtitan-override parallelism.pipeline_parallel_degree=2 ";
+  refused_with(run(titan + pp2 + "--micro-batch 2"),
+               "drop --micro-batch to plan the file's, or --torchtitan-override "
+               "parallelism.pipeline_parallel_microbatch_size=2");
+  // (torchtitan's local batch must be a multiple of the pipeline's micro-batch: job_config.py, as the importer checks.)
+  const result fixed = run(titan + pp2 + "--torchtitan-override parallelism.pipeline_parallel_microbatch_size=2 "
+                           "--torchtitan-override training.local_batch_size=4");
+  EXPECT_NE(fixed.out.find("micro-batch 2"), std::string::npos) << fixed.out << fixed.err;
+  refused_with(run(titan + "--micro-batch 2"),
+               "drop --micro-batch to plan the file's, or --torchtitan-override training.local_batch_size=2");
+}
+
+}  // namespace
