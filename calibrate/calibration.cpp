@@ -254,10 +254,19 @@ calibration fit(const std::vector<probes::measurement_record>& records) {
   if (!seen[0] && !seen[1] && !seen[2])
     throw bad_input("calibrate", "no record observes any term of the reserve" + records_named(c.records));
   // (No more terms are left than records: n records leave at most n columns dependent_columns can tell apart.)
-  const auto r = nnls(x, y);
-  if (!r)
-    throw bad_input("calibrate", "the fit has no non-negative solution" + records_named(c.records) +
-                                     records_named(c.records, &y));
+  auto r = nnls(x, y);
+  if (!r) {
+    // Every term wants to be negative. A record measured below what its own case holds contradicts the
+    // ledger: refused, naming it. Otherwise (the activation factor took all the records leave, and a little
+    // more) the terms are at their bound, 0, and the residuals say by how much.
+    std::vector<double> raw;
+    for (const auto& o : c.records) raw.push_back(o.y);
+    if (std::any_of(raw.begin(), raw.end(), [](double v) { return v < 0; }))
+      throw bad_input("calibrate", "the fit has no non-negative solution" + records_named(c.records) +
+                                       records_named(c.records, &raw));
+    r = nnls_result{std::vector<double>(term_count, 0.0), std::vector<double>(term_count, 0.0), 0,
+                    static_cast<int>(y.size())};
+  }
   for (int t = 0; t < term_count; ++t) {
     auto& tf = c.terms[t];
     if (seen[t]) {

@@ -9,6 +9,7 @@
 #include "calibrate/compare.hpp"
 #include "calibrate/observations.hpp"
 #include "exit_codes.hpp"
+#include "launch_options.hpp"
 #include "plan_command.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
@@ -72,6 +73,10 @@ observe_case observe_row_case(const calibrate::observation_row& r, const std::st
   }
   for (auto& f : problem_input_files(po)) files.push_back(std::move(f));
   try {
+    // A launch file in the row (--megatron-args, --torchtitan-config, --deepspeed-config) is read as `plan`
+    // reads it (cli/launch_options.hpp): its values fill what the row's flags do not state.
+    (void)apply_imports(po);
+    po.imports_applied = true;
     problem p = problem_from(po);
     layout l = layout_from(po);
     (void)estimate(p, l);

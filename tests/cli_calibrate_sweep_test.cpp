@@ -4,6 +4,8 @@
 // why on its reserve line (`--strict-calibration` refuses it).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "cli_support.hpp"
 
 namespace {
@@ -58,6 +60,40 @@ TEST(CliCalibrateSweep, WeakFitIsNamedAndNotUsed) {
   EXPECT_NE(strict.err.find("is too weak to use: the fit misses "), std::string::npos) << strict.err;
   EXPECT_NE(strict.err.find("(--strict-calibration)"), std::string::npos) << strict.err;
   EXPECT_EQ(lines(strict.err), 1);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 33 item 5: a row's problem may be a launch file, read as `plan` reads it; a calibration fitted on runs
+// described by the HF config is applied to the same model planned from the Megatron launch without the
+// "belongs to another model" warning (the activation factor is matched by shape, not by name).
+TEST(CliCalibrateSweep, ObserveReadsALaunchFileAndTheFactorFollowsTheShape) {
+  const std::string megatron =
+      "--megatron-args " + data + "/megatron/Qwen3-30B-A3B.yaml --megatron-var TP=1 --megatron-var PP=1 "
+      "--megatron-var EP=8 --megatron-var CP=1 --megatron-var LAYERS_PER_VP=false --megatron-var MBS=1 "
+      "--megatron-var GBS=256 --megatron-var SEQ_LEN=4096 --megatron-var MOE_TOKEN_DISPATCHER=alltoall "
+      "--megatron-var MOE_GROUPED_GEMM=true --gpus 16 --gpu-type h100-80gb";
+  const std::string csv = scratch("launch-row.csv"), dir = scratch("launch-row.records");
+  std::ofstream(csv) << "name,problem,figure,value,unit\nrun,\"" << megatron << "\",reserved_peak,60,GiB\n";
+  const auto r = run("observe " + csv + " -o " + dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string rec = slurp(dir + "/run.json");
+  EXPECT_NE(rec.find("tp=1 pp=1 dp=16 ep=8, ZeRO-1"), std::string::npos) << rec;
+  // Two reserved peaks of Qwen3-30B-A3B from its HF config (made up, consistent with an activation factor).
+  const std::string hf = "--hf-config " + data + "/hf/qwen3-30b-a3b.json --gpus 16 --ep 8 --zero 1 --seq 4096 "
+                         "--recompute full --gpu-type h100-80gb";
+  const std::string hcsv = scratch("hf-rows.csv"), hdir = scratch("hf-rows.records"), cal = scratch("hf.cal.json");
+  std::ofstream(hcsv) << "name,problem,figure,value,unit\nm1,\"" << hf << " --micro-batch 1\",reserved_peak,49.3,GiB\n"
+                      << "m2,\"" << hf << " --micro-batch 2\",reserved_peak,58.1,GiB\n";
+  ASSERT_EQ(run("observe " + hcsv + " -o " + hdir).status, 0);
+  const auto c = run("calibrate " + hdir + " -o " + cal);
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("verdict: usable"), std::string::npos) << c.out;
+  const auto p = run("plan " + megatron + " --calibration " + cal);
+  EXPECT_NE(p.out.find("  reserve     calibrated: calibration "), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("a factor belongs to one model"), std::string::npos) << p.out;
 }
 
 }  // namespace
