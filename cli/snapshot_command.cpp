@@ -15,6 +15,7 @@
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
+#include "planner/gpu_types.hpp"
 #include "planner/layout.hpp"
 #include "planner/units.hpp"
 #include "probe_command.hpp"
@@ -38,6 +39,66 @@ std::string mib(std::int64_t b) {
   return mib_str(b, 2) + " MiB";
 }
 
+// Which of a device trace's events `probe snapshot` replays and why the others are not, as both commands say
+// it (snapshot.hpp, snap_event_tally): "events: 8646 of the 12976 replayed (...); 4330 not (...)".
+std::string tally_line(const snap_event_tally& t) {
+  std::string replayed, skipped;
+  const auto part = [](std::string& to, std::size_t n, const std::string& what) {
+    if (n) to += (to.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  part(replayed, t.allocs, "allocs");
+  part(replayed, t.frees, "frees that end a block's life");
+  part(replayed, t.releases, "runs of segment releases, each as one empty_cache");
+  part(skipped, t.requests, "free_requested (a block's life ends at its free_completed)");
+  part(skipped, t.unmatched_frees, "frees of no block alive in the trace");
+  part(skipped, t.segment_events, "segment events (the emulation makes its own segments)");
+  part(skipped, t.ooms, "out-of-memory events (the emulation finds its own)");
+  part(skipped, t.others, "other events (no allocator effect)");
+  return "events: " + std::to_string(t.replayed()) + " of the " + std::to_string(t.events) + " replayed" +
+         (replayed.empty() ? "" : " (" + replayed + ")") + "; " + std::to_string(t.not_replayed()) + " not" +
+         (skipped.empty() ? "" : ": " + skipped);
+}
+
+// The blocks alive at the requested peak, grouped by call site (largest first, the first `shown`; the rest
+// summed), then split by phase and by kind, both said to be inferred (peak_breakdown.hpp).
+void write_at_peak(std::ostream& out, const snap_peak_breakdown& b, std::size_t shown) {
+  out << "  live at the requested peak: " << mib(b.total) << " in " << b.blocks.size()
+      << " blocks; by call site (the allocation's top frame), largest first:\n";
+  std::int64_t rest = 0;
+  std::size_t rest_blocks = 0;
+  for (std::size_t k = 0; k < b.sites.size(); ++k) {
+    const auto& x = b.sites[k];
+    if (k >= shown) {
+      rest += x.bytes;
+      rest_blocks += x.blocks;
+      continue;
+    }
+    char line[96];
+    std::snprintf(line, sizeof line, "    %14s  %5zu block%s  (largest %s)  ", mib(x.bytes).c_str(), x.blocks,
+                  x.blocks == 1 ? " " : "s", mib(x.largest).c_str());
+    out << line << x.site << "\n";
+  }
+  if (b.sites.size() > shown)
+    out << "    " << mib(rest) << " in " << rest_blocks << " blocks at " << b.sites.size() - shown
+        << " other call sites\n";
+  if (!b.frames_recorded) {
+    out << "  by phase and kind: unknown (inferred from stack frames, and the trace records none)\n";
+    return;
+  }
+  out << "  by phase (inferred from each allocation's frames, else from those around it; docs/snapshots.md, "
+         "\"Phases and kinds\"): the peak falls in "
+      << to_string(b.peak_phase) << " (" << b.peak_phase_how << ")\n    ";
+  // The known first, unknown last (its enumerator is 0 in each).
+  for (std::size_t p = 1; p <= snap_phases; ++p)
+    out << (p > 1 ? ", " : "") << to_string(static_cast<snap_phase>(p % snap_phases)) << " "
+        << mib(b.by_phase[p % snap_phases]);
+  out << "\n  by kind (inferred from the frames and the blocks' lifetimes, same rules):\n    ";
+  for (std::size_t k = 1; k <= snap_kinds; ++k)
+    out << (k > 1 ? ", " : "") << to_string(static_cast<snap_kind>(k % snap_kinds)) << " "
+        << mib(b.by_kind[k % snap_kinds]);
+  out << "\n";
+}
+
 // The record of `probe snapshot` (records::kind::snapshot_replay): the emulation's figures beside the real
 // allocator's, and where they first differ.
 nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, const snapshot_replay& r,
@@ -55,6 +116,8 @@ nlohmann::json replay_record(const torch_snapshot& s, const snapshot_trace& t, c
       {"device", t.device},
       {"cold", t.cold},
       {"trace_events", t.trace.events.size()},
+      {"events_replayed", tally_json(t.tally)},
+      {"leading_allocs", t.leading_allocs},
       {"start_state", start},
       {"settings",
        {{"emulated", r.settings},
@@ -103,6 +166,7 @@ void write_device_summary(std::ostream& out, const snap_device_summary& d) {
     first = false;
   }
   out << "), " << d.streams.size() << " stream" << (d.streams.size() == 1 ? "" : "s") << "\n";
+  out << "  " << tally_line(d.tally) << "\n";
   out << "  " << (d.cold ? "cold" : "warm") << ": " << d.cold_why << "\n";
   if (d.live_before)
     out << "  alive before recording: " << d.live_before << " blocks, " << mib(d.live_before_bytes) << "\n";
@@ -124,9 +188,7 @@ void write_device_summary(std::ostream& out, const snap_device_summary& d) {
     out << "  fragmentation: not measured (" << d.fragmentation_why << ")\n";
   if (d.empty_cache_calls)
     out << "  empty_cache: " << d.empty_cache_calls << " (segment frees outside a retry)\n";
-  out << "  largest live blocks at the requested peak:\n";
-  for (const auto& b : d.largest_at_peak)
-    out << "    " << mib(b.size) << "  " << (b.frame.empty() ? "(no frames recorded)" : b.frame) << "\n";
+  write_at_peak(out, d.at_peak, 10);
   if (d.ooms.empty()) out << "  out-of-memory events: none\n";
   for (const auto& oom : d.ooms)
     out << "  OUT OF MEMORY at event " << oom.event << ": " << mib(oom.size) << " requested, "
@@ -201,7 +263,12 @@ caching_options settings_of(const probe_snapshot_options& o, const torch_snapsho
 void write_replay_head(std::ostream& out, const probe_snapshot_options& o, const snapshot_trace& t,
                        const snapshot_replay& r, const replay_capacity& cap) {
   out << "headroom probe snapshot " << o.file << ": device " << t.device << ", "
-      << (t.cold ? "cold trace" : "warm trace") << ", " << t.trace.events.size() << " events\n";
+      << (t.cold ? "cold trace" : "warm trace") << ", " << t.tally.events << " events\n";
+  out << tally_line(t.tally);
+  if (t.leading_allocs)
+    out << "; before them, " << t.leading_allocs << " allocs of the blocks alive before recording"
+        << (r.from_start_state ? " (not run: the replay adopts the reconstructed start)" : "");
+  out << "\n";
   if (!t.cold)
     out << (t.start.reconstructed ? "state at the start: " + t.start.why +
                                         (r.from_start_state ? "; the replay starts there"
@@ -303,14 +370,19 @@ std::pair<nlohmann::json, nlohmann::json> write_what_if(std::ostream& out, const
   if (!t.cold)
     out << "(\"maps\" counts the segments mapped in the window; the replay above, under the recorded settings, "
            "may start from the reconstructed state instead)\n";
+  out << "(" << what_if_definitions() << ")\n";
   const auto v = expandable_from_rows(table, s);
-  out << "\n" << expandable_line(v, start) << "\n";
+  const std::string verdict = expandable_line(v, start);
+  out << "\n" << verdict << "\n";
   nlohmann::json answers = {{"expandable_segments",
                              {{"peak_off", v.peak_off},
                               {"peak_on", v.peak_on},
                               {"saving_bytes", v.saving_bytes},
                               {"least_off", v.least_off},
                               {"least_on", v.least_on},
+                              {"least_change_bytes", v.least_change_bytes},
+                              {"worth_setting", v.worth_setting},
+                              {"verdict", verdict},
                               {"start", start_word}}}};
   if (recorded) answers["least_card"] = write_least_card(out, *recorded, side, start);
   return {rows, answers};
@@ -377,6 +449,8 @@ CLI::App* add_probe_snapshot_command(CLI::App* probe, probe_snapshot_options& o)
   c->add_option("--max-split-size-mb", o.max_split_size_mb, "Replay under PyTorch's max_split_size_mb");
   c->add_flag("--expandable-segments", o.expandable_segments,
               "Replay under PyTorch's expandable_segments:True");
+  // Taken only to be refused with the flag that does it: the parser's own refusal lists the words backwards.
+  c->add_option("--gpu-type", o.gpu_type, "Not taken: give --gpu-mem with the GPU's capacity")->group("");
   c->add_option("--json", o.json_out,
                 "Write the record (" + records::schema_of(records::kind::snapshot_replay) + ") to FILE ('-' for stdout)");
   c->add_flag("--force", o.force, "Replace output files that exist");
@@ -450,6 +524,12 @@ int run_snapshot(const snapshot_options& o) {
 
 int run_probe_snapshot(const probe_snapshot_options& o) {
   if (auto refused = refused_under_launcher("snapshot")) return *refused;
+  if (!o.gpu_type.empty()) {
+    const gpu_type& g = find_gpu_type(o.gpu_type);  // an unknown name is refused with the closest known ones
+    throw bad_input("gpu-type",
+                    "'probe snapshot' replays under the capacity of the capture, not a GPU type's; to replay on a " +
+                        std::string(g.name) + ", give '--gpu-mem " + gib_str(g.capacity, 2) + "GiB' (its capacity)");
+  }
   output_set outs(o.force, &std::cout);
   outs.input(o.file);
   outs.input(sidecar_path(o.file));

@@ -28,6 +28,7 @@ struct probe_snapshot_options {
   std::optional<double> gpu_mem_gib;
   std::optional<double> max_split_size_mb;
   bool expandable_segments = false;
+  std::string gpu_type;  // refused, with the --gpu-mem that names the same GPU's capacity
   std::string command_line;  // the record's environment.command_line (main.cpp)
   std::string json_out;
   bool force = false;

@@ -1,12 +1,15 @@
 // cli_snapshot_test.cpp: `headroom snapshot` and `headroom probe snapshot` with a capture sidecar beside the
 // snapshot (tools/headroom_capture.py, probes/snapshots/sidecar.hpp), and their one-line answers (the least
-// card, the expandable-segments verdict, the comparison after the replay's outcome, the fragmentation),
-// each checked against an independent derivation: other replays run through the CLI, the record's figures.
+// card, the expandable-segments verdict, the comparison after the replay's outcome, the fragmentation), the
+// events both commands count, the peak by call site, phase and kind, and the refused --gpu-type, each checked
+// against an independent derivation: other replays run through the CLI, the record's figures, Python's counts.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "cli_support.hpp"
 
@@ -163,8 +166,9 @@ TEST(CliSnapshot, ExpandableVerdictAndLeastCard) {
   EXPECT_EQ(run("probe snapshot " + capsnap_fwd100 + " --gpu-mem " + std::to_string(alloc / capsnap_mib) + "MiB").status, 0);
   EXPECT_EQ(run("probe snapshot " + capsnap_fwd100 + " --gpu-mem " + std::to_string(alloc / capsnap_mib - 2) + "MiB").status, 3);
   r = run("probe snapshot " + capsnap_fwd100 + " --what-if");
-  const std::string saving = peak_off >= peak_on ? "saves " + capsnap_mib_text(peak_off - peak_on)
-                                                 : "costs " + capsnap_mib_text(peak_on - peak_off);
+  const std::string saving = peak_off > peak_on   ? "the reserved peak falls by " + capsnap_mib_text(peak_off - peak_on)
+                             : peak_off < peak_on ? "the reserved peak rises by " + capsnap_mib_text(peak_on - peak_off)
+                                                  : "the reserved peak stays the same";
   EXPECT_NE(r.out.find("\nexpandable_segments: " + saving), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\nleast card: " + capsnap_mib_text(alloc + 1024 * capsnap_mib)), std::string::npos) << r.out;
   // With a sidecar, the memory outside the allocator is the capture's measured figure (558 MiB).
@@ -202,4 +206,147 @@ TEST(CliSnapshot, WarmTracesSameStartAndFragmentation) {
   std::snprintf(pct, sizeof pct, "%.1f%%", 100 * f);
   r = run("snapshot " + capsnap_fwd100);
   EXPECT_NE(r.out.find(std::string("  fragmentation: ") + pct + " at the reserved peak"), std::string::npos) << r.out;
+}
+
+namespace {
+
+// Returns the line of `text` that starts (after its indent) with `key`, or "".
+std::string capsnap_line(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (const auto at = line.find_first_not_of(' '); at != std::string::npos && line.compare(at, key.size(), key) == 0)
+      return line.substr(at);
+  return "";
+}
+
+}  // namespace
+
+// Both commands count the trace's events alike and say so in the same words: the counts add up to the
+// events of the trace, the replayed ones are the allocs and the frees that end a life (Python's pickle
+// counts: 785 alloc, 744 free_completed, 744 free_requested, 31 segment_alloc), and the record says the same.
+TEST(CliSnapshot, BothCommandsCountEventsAlike) {
+  std::vector<std::string> files = {capsnap_fwd100};
+  const std::string fb200 = capsnap_shared + "NiuHuangxiaozi__forward_and_backward_memory_snapshot_200_mixed_precision.pickle";
+  if (std::ifstream(fb200)) files.push_back(fb200);
+  for (const auto& f : files) {
+    const auto sum = run("snapshot " + f), rep = run("probe snapshot " + f);
+    ASSERT_EQ(sum.status, 0) << sum.err;
+    ASSERT_EQ(rep.status, 0) << rep.err;
+    const std::string line = capsnap_line(sum.out, "events: ");
+    EXPECT_FALSE(line.empty()) << sum.out;
+    EXPECT_EQ(line, capsnap_line(rep.out, "events: ").substr(0, line.size())) << rep.out;
+    const auto d = nlohmann::json::parse(run("snapshot " + f + " --json -").out)["devices"][0];
+    const auto r = nlohmann::json::parse(run("probe snapshot " + f + " --json -").out);
+    EXPECT_EQ(d["events_replayed"], r["events_replayed"]);
+    const auto& t = d["events_replayed"];
+    std::size_t per_action = 0;
+    for (const auto& [k, n] : d["counts"].items()) per_action += n.get<std::size_t>();
+    EXPECT_EQ(t["total"], per_action);
+    EXPECT_EQ(t["total"], d["events"]);
+    EXPECT_EQ(t["replayed"].get<std::size_t>() + t["not_replayed"].get<std::size_t>(), per_action);
+    EXPECT_EQ(t["allocs"], d["counts"]["alloc"]);
+    EXPECT_EQ(t["frees"], d["counts"]["free_completed"]);  // a cold trace with completions: every life ends there
+    EXPECT_EQ(t["free_requested"], d["counts"]["free_requested"]);
+    EXPECT_EQ(r["trace_events"], t["replayed"]);  // cold: no leading allocs
+  }
+  const auto r = run("snapshot " + capsnap_fwd100);
+  EXPECT_NE(r.out.find("  events: 1529 of the 2304 replayed (785 allocs, 744 frees that end a block's life); 775 not: "
+                       "744 free_requested"),
+            std::string::npos)
+      << r.out;
+  if (files.size() > 1) {
+    EXPECT_NE(run("probe snapshot " + fb200).out.find("\nevents: 8646 of the 12976 replayed"), std::string::npos);
+  }
+}
+
+// The blocks alive at the peak are listed once per call site with their count and total, largest first;
+// the sites, the phases and the kinds each sum to the peak; phase and kind are said to be inferred.
+TEST(CliSnapshot, PeakGroupedByCallSiteAndSplitByPhaseAndKind) {
+  auto r = run("snapshot " + capsnap_fwd100 + " --json -");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto d = nlohmann::json::parse(r.out)["devices"][0];
+  const auto& p = d["at_peak"];
+  const std::int64_t peak = d["peak_requested"]["bytes"];
+  EXPECT_EQ(p["bytes"], peak);
+  EXPECT_TRUE(p["inferred"].get<bool>());
+  std::int64_t sites = p["other_sites"]["bytes"], phases = 0, kinds = 0, last = INT64_MAX;
+  std::set<std::string> names;
+  for (const auto& x : p["by_site"]) {
+    EXPECT_TRUE(names.insert(x["site"].get<std::string>()).second) << x;  // each site once
+    EXPECT_LE(x["bytes"].get<std::int64_t>(), last);
+    EXPECT_LE(x["largest"].get<std::int64_t>(), x["bytes"].get<std::int64_t>());
+    last = x["bytes"];
+    sites += last;
+  }
+  for (const auto& [k, v] : p["by_phase"].items()) phases += v.get<std::int64_t>();
+  for (const auto& [k, v] : p["by_kind"].items()) kinds += v.get<std::int64_t>();
+  EXPECT_EQ(sites, peak);
+  EXPECT_EQ(phases, peak);
+  EXPECT_EQ(kinds, peak);
+  r = run("snapshot " + capsnap_fwd100);
+  const auto& top = p["by_site"][0];
+  char row[160];
+  std::snprintf(row, sizeof row, "%s %zu blocks (largest %s) %s", capsnap_mib_text(top["bytes"]).c_str(),
+                top["blocks"].get<std::size_t>(), capsnap_mib_text(top["largest"]).c_str(),
+                top["site"].get<std::string>().c_str());
+  std::string flat;  // the output with runs of spaces made one
+  for (char c : r.out)
+    if (!(c == ' ' && !flat.empty() && flat.back() == ' ')) flat += c;
+  EXPECT_NE(flat.find(std::string("\n ") + row + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  by phase (inferred from each allocation's frames"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the peak falls in forward (from the frames of the allocation at the peak)"), std::string::npos);
+  EXPECT_NE(r.out.find("  by kind (inferred from the frames and the blocks' lifetimes"), std::string::npos);
+  EXPECT_EQ(r.out.find("largest live blocks"), std::string::npos);
+}
+
+// The what-if's two figures are defined, and the verdict follows the least capacity: its change is the
+// difference of the two rows, its sign is the word used, and each least capacity runs (2 MiB less does not).
+TEST(CliSnapshot, ExpandableVerdictIsConsistentWithTheLeastCapacity) {
+  std::vector<std::string> files = {capsnap_fwd100};
+  const std::string wed = capsnap_shared + "Wedsonlin__medium_128_training_memory_snapshot.pickle";
+  if (std::ifstream(wed)) files.push_back(wed);
+  for (const auto& f : files) {
+    auto r = run("probe snapshot " + f + " --what-if --json -");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = nlohmann::json::parse(r.out)["answers"]["expandable_segments"];
+    const std::int64_t off = v["least_off"], on = v["least_on"];
+    EXPECT_EQ(v["least_change_bytes"], on - off);
+    EXPECT_EQ(v["worth_setting"].get<bool>(), off - on >= off / 100);
+    const std::string least = on < off   ? "the least capacity that runs this step falls by " + capsnap_mib_text(off - on)
+                              : on > off ? "the least capacity that runs this step rises by " + capsnap_mib_text(on - off)
+                                         : "the least capacity that runs this step stays the same";
+    const std::string line = v["verdict"];
+    EXPECT_NE(line.find(least), std::string::npos) << line;
+    EXPECT_NE(line.find(v["worth_setting"].get<bool>() ? ": worth setting" : ": not worth it"), std::string::npos) << line;
+    r = run("probe snapshot " + f + " --what-if");
+    EXPECT_NE(r.out.find("\n" + line + "\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(reserved peak: the most the allocator holds"), std::string::npos) << r.out;
+    if (f == wed) {  // the case a new user found: 56 MiB less reserved, 52 MiB more needed to run
+      EXPECT_NE(line.find("the reserved peak falls by 56.00 MiB"), std::string::npos) << line;
+      EXPECT_NE(line.find("rises by 52.00 MiB"), std::string::npos) << line;
+      EXPECT_NE(line.find("not worth it"), std::string::npos) << line;
+      continue;
+    }
+    const std::string mib_of_on = std::to_string(on / capsnap_mib) + "MiB";
+    EXPECT_EQ(run("probe snapshot " + f + " --expandable-segments --gpu-mem " + mib_of_on).status, 0);
+    EXPECT_EQ(run("probe snapshot " + f + " --expandable-segments --gpu-mem " + std::to_string(on / capsnap_mib - 2) + "MiB").status, 3);
+  }
+}
+
+// `probe snapshot --gpu-type` is refused in one line naming the flag that does it, with the GPU's capacity,
+// and that flag runs; an unknown type names the known ones.
+TEST(CliSnapshot, GpuTypeIsRefusedWithTheFlagThatDoesIt) {
+  auto r = run("probe snapshot " + capsnap_fwd100 + " --gpu-type h100-80gb");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  // h100-80gb: 81559 MiB (planner/gpu_types.cpp) = 79.65 GiB.
+  EXPECT_NE(r.err.find("headroom: bad input: gpu-type: 'probe snapshot' replays under the capacity of the capture"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give '--gpu-mem 79.65GiB'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("h100-80gb --gpu-type"), std::string::npos) << r.err;
+  EXPECT_EQ(run("probe snapshot " + capsnap_fwd100 + " --gpu-mem 79.65GiB").status, 0);
+  r = run("probe snapshot " + capsnap_fwd100 + " --gpu-type=h100");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("h100-80gb"), std::string::npos) << r.err;
 }

@@ -66,7 +66,9 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
     for (const auto& [addr, bytes] : live_before_window(s, device))
       add_alloc(addr, bytes, 0, "alive before recording @" + std::to_string(addr), SIZE_MAX);
   }
+  out.leading_allocs = t.events.size();
   const bool completions = has_completions(ev);
+  const bool max_split = s.settings.max_split_size.has_value();
   frame_namer names(s.doc);
   constexpr std::size_t ahead = 16;  // events between prefetching a frames list's node and naming it
   for (std::size_t i = 0; i < ev.size(); ++i) {
@@ -75,28 +77,34 @@ snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device) {
       names.prefetch_node(ev[i + ahead].frames);
     if (i + ahead / 2 < ev.size() && ev[i + ahead / 2].action == snap_action::alloc)
       names.prefetch_items(ev[i + ahead / 2].frames);
+    replayed_as as = replayed_as::none;
     if (e.action == snap_action::alloc) {
       if (live.contains(e.addr))
         throw bad_input(s.origin, "device_traces[" + std::to_string(device) + "][" + std::to_string(i) +
                                       "] allocates address " + std::to_string(e.addr) + " twice");
       add_alloc(e.addr, e.size, e.stream, names.top(e.frames), i);
+      as = replayed_as::alloc;
     } else if (ends_life(e, completions)) {
-      const std::int32_t* tensor = live.find(e.addr);
-      if (!tensor) continue;  // a block of the window before this one: not allocated in the trace
-      trace_event f;
-      f.kind = event_kind::free;
-      f.tensor = *tensor;
-      f.stream = static_cast<std::int32_t>(e.stream);
-      t.events.push_back(f);
-      out.source_event.push_back(i);
-      live.erase(e.addr);
-    } else if (ends_release_run(ev, i, s.settings.max_split_size.has_value())) {
+      // A free of no block alive: of the window before this one, not allocated in the trace.
+      if (const std::int32_t* tensor = live.find(e.addr)) {
+        trace_event f;
+        f.kind = event_kind::free;
+        f.tensor = *tensor;
+        f.stream = static_cast<std::int32_t>(e.stream);
+        t.events.push_back(f);
+        out.source_event.push_back(i);
+        live.erase(e.addr);
+        as = replayed_as::free;
+      }
+    } else if (ends_release_run(ev, i, max_split)) {
       trace_event c;
       c.kind = event_kind::empty_cache;
       c.tensor = -1;
       t.events.push_back(c);
       out.source_event.push_back(i);
+      as = replayed_as::release;
     }
+    tally_event(out.tally, e, as, completions);
   }
   if (s.capacity) t.capacity = *s.capacity;
   return out;

@@ -30,6 +30,10 @@ struct snapshot_trace {
   start_state start;
   std::vector<std::int32_t> start_tensor;
   bool approximate = false;  // warm and not reconstructed: the blocks alive before are allocated first
+  // The device trace's events as replayed or not (snapshot.hpp): trace.events holds tally.replayed() events
+  // from the snapshot, after `leading_allocs` allocs of the blocks alive before recording (warm traces).
+  snap_event_tally tally;
+  std::size_t leading_allocs = 0;
 };
 snapshot_trace snapshot_to_trace(const torch_snapshot& s, int device);
 

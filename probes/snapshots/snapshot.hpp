@@ -39,6 +39,21 @@ struct snap_event {
   std::uint32_t frames = UINT32_MAX;  // node of the frames list in the document, when recorded
 };
 
+// How the events of one device trace are counted, alike by `headroom snapshot` (summary.hpp) and by
+// `probe snapshot` (convert.hpp), so that every event falls in exactly one count. Replayed: an alloc, the
+// free that ends a block's life (free_completed when the trace records completions, else free_requested),
+// the last segment release of a run (replayed as one empty_cache). Not replayed: a free_requested whose
+// block lives on to its free_completed, a free of no block alive in the trace, the other segment events (the
+// emulation makes its own segments), out-of-memory events (the emulation finds its own), and the rest.
+struct snap_event_tally {
+  std::size_t events = 0;
+  std::size_t allocs = 0, frees = 0, releases = 0;  // replayed
+  std::size_t requests = 0, unmatched_frees = 0, segment_events = 0, ooms = 0, others = 0;  // not replayed
+  std::size_t replayed() const { return allocs + frees + releases; }
+  std::size_t not_replayed() const { return requests + unmatched_frees + segment_events + ooms + others; }
+  bool operator==(const snap_event_tally&) const = default;
+};
+
 struct snap_block {
   std::uint64_t address = 0;
   std::int64_t size = 0, requested = 0;

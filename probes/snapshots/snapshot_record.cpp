@@ -271,6 +271,48 @@ nlohmann::json device_view(const torch_snapshot& s, int dev) {
 
 }  // namespace
 
+nlohmann::json tally_json(const snap_event_tally& t) {
+  return {{"total", t.events},
+          {"replayed", t.replayed()},
+          {"allocs", t.allocs},
+          {"frees", t.frees},
+          {"releases", t.releases},
+          {"not_replayed", t.not_replayed()},
+          {"free_requested", t.requests},
+          {"unmatched_frees", t.unmatched_frees},
+          {"segment_events", t.segment_events},
+          {"ooms", t.ooms},
+          {"others", t.others}};
+}
+
+nlohmann::json peak_breakdown_json(const snap_peak_breakdown& b) {
+  nlohmann::json phases = nlohmann::json::object(), kinds = nlohmann::json::object();
+  for (std::size_t p = 0; p < snap_phases; ++p) phases[to_string(static_cast<snap_phase>(p))] = b.by_phase[p];
+  for (std::size_t k = 0; k < snap_kinds; ++k) kinds[to_string(static_cast<snap_kind>(k))] = b.by_kind[k];
+  nlohmann::json sites = nlohmann::json::array();
+  std::size_t rest = 0, rest_blocks = 0;
+  std::int64_t rest_bytes = 0;
+  for (const auto& x : b.sites) {
+    if (sites.size() < snapshot_view_limits::sites) {
+      sites.push_back({{"site", x.site}, {"blocks", x.blocks}, {"bytes", x.bytes}, {"largest", x.largest}});
+      continue;
+    }
+    ++rest;
+    rest_blocks += x.blocks;
+    rest_bytes += x.bytes;
+  }
+  return {{"inferred", true},
+          {"rules", "docs/snapshots.md, \"Phases and kinds\" (probes/snapshots/peak_breakdown.hpp)"},
+          {"bytes", b.total},
+          {"peak_phase", to_string(b.peak_phase)},
+          {"peak_phase_how", b.peak_phase_how},
+          {"frames_recorded", b.frames_recorded},
+          {"by_phase", phases},
+          {"by_kind", kinds},
+          {"by_site", sites},
+          {"other_sites", {{"sites", rest}, {"blocks", rest_blocks}, {"bytes", rest_bytes}}}};
+}
+
 nlohmann::json snapshot_view(const torch_snapshot& s) {
   // The device with the most events (a one-GPU capture records one).
   std::size_t dev = 0;
@@ -314,6 +356,8 @@ nlohmann::json snapshot_record(const torch_snapshot& s, const snap_summary& sum)
                        {"requested_at_reserved_peak", d.requested_at_reserved_peak},
                        {"fragmentation_at_reserved_peak", d.fragmentation_at_reserved_peak},
                        {"largest_live_at_peak", largest},
+                       {"events_replayed", tally_json(d.tally)},
+                       {"at_peak", peak_breakdown_json(d.at_peak)},
                        {"ooms", ooms},
                        {"empty_cache_calls", d.empty_cache_calls}});
   }

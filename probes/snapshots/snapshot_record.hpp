@@ -19,7 +19,19 @@ struct snapshot_view_limits {
   static constexpr std::size_t largest = 20;      // largest allocations at the peak
   static constexpr std::size_t stack_frames = 8;  // frames kept per allocation's stack
   static constexpr std::size_t segments = 400;    // segments at the peak listed (all are counted)
+  static constexpr std::size_t sites = 20;        // call sites at the peak listed (the rest are summed)
 };
+
+// Returns the tally of a device's events (snapshot.hpp) as the records write it: {"total", "replayed",
+// "allocs", "frees", "releases", "not_replayed", "free_requested", "unmatched_frees", "segment_events",
+// "ooms", "others"}.
+nlohmann::json tally_json(const snap_event_tally& t);
+
+// Returns the blocks alive at the peak (peak_breakdown.hpp) as the record writes them: {"inferred": true,
+// "rules", "bytes", "peak_phase", "peak_phase_how", "frames_recorded", "by_phase": {phase: bytes},
+// "by_kind": {kind: bytes}, "by_site": [{"site", "blocks", "bytes", "largest"}] (largest first, at most
+// snapshot_view_limits::sites), "other_sites": {"sites", "blocks", "bytes"}}.
+nlohmann::json peak_breakdown_json(const snap_peak_breakdown& b);
 
 // Returns the view of the device with the most events (null when the snapshot has no device trace):
 // {"version": 1, "device", "events", "columns": [[first, end, requested, reserved], ...] (bytes, each the

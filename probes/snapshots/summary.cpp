@@ -1,5 +1,5 @@
 // summary.cpp: what a snapshot measured (summary.hpp): one forward walk per device for the requested and
-// reserved curves, a second walk up to the requested peak for the blocks alive there.
+// reserved curves and the event tally, a second (peak_breakdown.hpp) for the blocks alive at the peak.
 #include "probes/snapshots/summary.hpp"
 
 #include <algorithm>
@@ -19,11 +19,12 @@ namespace {
 using namespace snapshot_window;
 
 // The requested and reserved curves over the trace (alloc adds, the ending free subtracts), starting from
-// what was alive and held before the window; fills the peaks, the out-of-memory events and the
-// empty_cache count of `d`.
+// what was alive and held before the window; fills the peaks, the out-of-memory events, the empty_cache
+// count and the event tally (as convert.cpp replays each event) of `d`.
 void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer& names,
-                 snap_device_summary& d) {
+                 const std::optional<std::int64_t>& max_split_size, snap_device_summary& d) {
   const bool completions = has_completions(ev);
+  const bool max_split = max_split_size.has_value();
   address_map<std::int64_t> live_bytes(w.before.size());  // address -> requested bytes
   for (const auto& [a, b] : w.before) live_bytes.set(a, b);
   std::int64_t requested = d.live_before_bytes, reserved = w.held_before;
@@ -34,10 +35,12 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
   bool rose = false;  // reserved memory rose above what was held before the window
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const auto& e = ev[i];
+    replayed_as as = replayed_as::none;  // as the conversion replays it (convert.cpp)
     switch (e.action) {
       case snap_action::alloc:
         requested += e.size;
         live_bytes.set(e.addr, e.size);
+        as = replayed_as::alloc;
         break;
       case snap_action::free_completed:
       case snap_action::free_requested:
@@ -45,6 +48,7 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
           if (const std::int64_t* bytes = live_bytes.find(e.addr)) {
             requested -= *bytes;
             live_bytes.erase(e.addr);
+            as = replayed_as::free;
           }
         }
         break;
@@ -53,8 +57,10 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
         break;
       default:
         reserved += reserved_change(e);
+        if (ends_release_run(ev, i, max_split)) as = replayed_as::release;
         break;
     }
+    tally_event(d.tally, e, as, completions);
     if (requested > d.peak_requested) {
       d.peak_requested = requested;
       d.peak_requested_event = i;
@@ -85,35 +91,23 @@ void walk_curves(const std::vector<snap_event>& ev, const window& w, frame_namer
   }
 }
 
-// The largest live blocks at the requested peak (at most 10), with who allocated them: a second walk up
-// to the peak (copying the live set at every new peak would be quadratic).
-void largest_at_peak(const std::vector<snap_event>& ev, const window& w, frame_namer& names,
-                     snap_device_summary& d) {
-  const bool completions = has_completions(ev);
-  // address -> requested bytes and the frames list of its alloc (none_frames: alive before recording)
-  constexpr std::uint32_t none_frames = UINT32_MAX - 1;
-  address_map<std::pair<std::int64_t, std::uint32_t>> at_peak(w.before.size());
-  for (const auto& [a, b] : w.before) at_peak.set(a, {b, none_frames});
-  if (d.peak_requested > d.live_before_bytes)
-    for (std::size_t i = 0; i <= d.peak_requested_event && i < ev.size(); ++i) {
-      const auto& e = ev[i];
-      if (e.action == snap_action::alloc)
-        at_peak.set(e.addr, {e.size, e.frames});
-      else if (ends_life(e, completions))
-        at_peak.erase(e.addr);
-    }
-  std::vector<std::pair<std::int64_t, std::uint64_t>> bysize;
-  bysize.reserve(at_peak.size());
-  at_peak.for_each([&](std::uint64_t a, const auto& v) { bysize.push_back({v.first, a}); });
-  const auto larger = [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first > y.first : x.second < y.second;
+// The blocks alive at the requested peak (peak_breakdown.hpp), and the largest of them (at most 10) with
+// who allocated them.
+void blocks_at_peak(const torch_snapshot& s, const window& w, frame_namer& names, snap_device_summary& d) {
+  const bool at_start = d.peak_requested <= d.live_before_bytes;
+  d.at_peak = peak_breakdown(s, d.device, w.before, d.peak_requested_event, at_start);
+  std::vector<std::size_t> order(d.at_peak.blocks.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  const auto& b = d.at_peak.blocks;
+  const auto larger = [&](std::size_t x, std::size_t y) {
+    return b[x].size != b[y].size ? b[x].size > b[y].size : b[x].addr < b[y].addr;
   };
-  const std::size_t shown = std::min<std::size_t>(bysize.size(), 10);
-  std::partial_sort(bysize.begin(), bysize.begin() + static_cast<std::ptrdiff_t>(shown), bysize.end(), larger);
+  const std::size_t shown = std::min<std::size_t>(order.size(), 10);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(), larger);
   for (std::size_t k = 0; k < shown; ++k) {
-    const std::uint32_t frames = at_peak.find(bysize[k].second)->second;
-    d.largest_at_peak.push_back({bysize[k].second, bysize[k].first,
-                                 frames == none_frames ? "(alive before recording)" : names.top(frames)});
+    const auto& x = b[order[k]];
+    const std::string frame = x.before ? "(alive before recording)" : names.top(x.frames);
+    d.largest_at_peak.push_back({x.addr, x.size, frame});
   }
 }
 
@@ -153,8 +147,8 @@ snap_summary summarise(const torch_snapshot& s) {
       d.start_reconstructed = start.reconstructed;
       d.start_why = start.why;
     }
-    walk_curves(ev, w, names, d);
-    largest_at_peak(ev, w, names, d);
+    walk_curves(ev, w, names, s.settings.max_split_size, d);
+    blocks_at_peak(s, w, names, d);
     out.devices.push_back(std::move(d));
   }
   return out;

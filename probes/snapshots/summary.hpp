@@ -1,6 +1,7 @@
 // summary.hpp: what a snapshot measured, device by device: events per action, streams, whether the
-// trace is cold or warm, the requested and reserved peaks, fragmentation at the reserved peak, the largest
-// live blocks at the requested peak with who allocated them, and the out-of-memory events.
+// trace is cold or warm, which events `probe snapshot` replays, the requested and reserved peaks,
+// fragmentation at the reserved peak, the blocks live at the requested peak (the largest, and all of them by
+// call site, by phase and by kind: peak_breakdown.hpp), and the out-of-memory events.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/snapshots/peak_breakdown.hpp"
 #include "probes/snapshots/snapshot.hpp"
 
 namespace headroom::probes {
@@ -29,6 +31,7 @@ struct snap_device_summary {
   int device = 0;
   std::size_t events = 0;
   std::map<std::string, std::size_t> counts;  // per action
+  snap_event_tally tally;                     // replayed by `probe snapshot` or not, and why (snapshot.hpp)
   std::vector<std::int64_t> streams;
   bool cold = false;
   std::string cold_why;  // why it is cold or warm
@@ -43,6 +46,7 @@ struct snap_device_summary {
   std::int64_t peak_requested = 0;
   std::size_t peak_requested_event = 0;
   std::vector<snap_live_block> largest_at_peak;  // at the requested peak, largest first (at most 10)
+  snap_peak_breakdown at_peak;  // every block alive at the requested peak: by call site, phase and kind
   bool reserved_from_events = false;             // segment events present: reserved is known over the trace
   std::int64_t peak_reserved = 0;
   std::size_t peak_reserved_event = 0;

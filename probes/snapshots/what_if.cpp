@@ -2,6 +2,7 @@
 #include "probes/snapshots/what_if.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "planner/format.hpp"
 #include "planner/units.hpp"
@@ -90,24 +91,49 @@ expandable_verdict expandable_from_rows(const std::vector<what_if_row>& rows, co
     }
   }
   v.saving_bytes = v.peak_off - v.peak_on;
+  v.least_change_bytes = v.least_on - v.least_off;
+  v.worth_setting = !v.oom_off && !v.oom_on && v.least_off > 0 && v.least_on > 0 &&
+                    -static_cast<double>(v.least_change_bytes) >=
+                        worth_setting_fraction * static_cast<double>(v.least_off);
   return v;
 }
 
 std::string expandable_line(const expandable_verdict& v, const std::string& start) {
   const auto m = [](std::int64_t b) { return mib_str(b, 2) + " MiB"; };
-  std::string verdict;
+  const auto change = [&](std::int64_t lower_by, const char* what) {
+    if (lower_by == 0) return std::string(what) + " stays the same";
+    return std::string(what) + (lower_by > 0 ? " falls by " + m(lower_by) : " rises by " + m(-lower_by));
+  };
+  const std::string emulated = " (emulated, both from " + start + ")";
   if (v.oom_off || v.oom_on)
-    verdict = std::string("out of memory at the capacity ") + (v.oom_off ? "without" : "with") +
-              " them: give a larger --gpu-mem to compare";
-  else if (v.saving_bytes > 0)
-    verdict = "saves " + m(v.saving_bytes) + " of the reserved peak";
-  else if (v.saving_bytes < 0)
-    verdict = "costs " + m(-v.saving_bytes) + " more reserved peak";
+    return std::string("expandable_segments: out of memory at the capacity ") +
+           (v.oom_off ? "without" : "with") + " them: give a larger --gpu-mem to compare" + emulated;
+  const double pct = v.least_off > 0 ? 100.0 * static_cast<double>(-v.least_change_bytes) /
+                                           static_cast<double>(v.least_off)
+                                     : 0;
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", pct);
+  std::string verdict;
+  if (v.worth_setting)
+    verdict = std::string("worth setting: the step runs on ") + share + " less";
+  else if (v.least_change_bytes > 0)
+    verdict = "not worth it: the step needs more memory with them";
+  else if (v.least_change_bytes < 0)
+    verdict = std::string("not worth it: the step runs on only ") + share + " less (under " +
+              std::to_string(static_cast<int>(100 * worth_setting_fraction)) + "%)";
   else
-    verdict = "no change to the reserved peak";
-  return "expandable_segments: " + verdict + " (reserved peak " + m(v.peak_off) + " off, " + m(v.peak_on) +
-         " on; least capacity " + (v.least_off ? m(v.least_off) : "-") + " off, " +
-         (v.least_on ? m(v.least_on) : "-") + " on; emulated, both from " + start + ")";
+    verdict = "not worth it: the step needs the same memory with them";
+  const std::string reserved = change(v.saving_bytes, "the reserved peak") + " (" + m(v.peak_off) + " off, " +
+                               m(v.peak_on) + " on)";
+  const std::string least = change(-v.least_change_bytes, "the least capacity that runs this step") + " (" +
+                            m(v.least_off) + " off, " + m(v.least_on) + " on)";
+  return "expandable_segments: " + reserved + "; " + least + ": " + verdict + emulated;
+}
+
+std::string what_if_definitions() {
+  return "reserved peak: the most the allocator holds on a card large enough that it never frees its "
+         "cache; least capacity that runs: the smallest allocator share (2 MiB steps) on which the step "
+         "runs, freeing its cache when a request fails: it decides whether the step fits";
 }
 
 }  // namespace headroom::probes

@@ -37,15 +37,28 @@ struct what_if_row {
 std::vector<what_if_row> what_if(const torch_snapshot& s, const snapshot_trace& t, std::int64_t capacity);
 
 // The expandable-segments verdict: the recorded settings with expandable segments off and on, from the same
-// starting state. saving_bytes = peak_off - peak_on (negative: expandable segments cost memory).
+// starting state, by two figures of each replay (what_if_row):
+//   reserved peak  - the most the allocator holds on a card large enough that it never has to free its cache
+//                    (the replay at the full capacity); saving_bytes = peak_off - peak_on;
+//   least capacity - the smallest allocator share (2 MiB steps) on which the step runs, freeing its cache
+//                    when a request fails; least_change_bytes = least_on - least_off (negative: it falls).
+// The two differ in sign when the cache that expandable segments save is what the allocator frees under
+// pressure anyway. Whether a step fits is the least capacity's question, so the verdict follows it: worth
+// setting when the least capacity falls by at least worth_setting_fraction of least_off.
 struct expandable_verdict {
   std::int64_t peak_off = 0, peak_on = 0, least_off = 0, least_on = 0;
-  std::int64_t saving_bytes = 0;
+  std::int64_t saving_bytes = 0, least_change_bytes = 0;
   bool oom_off = false, oom_on = false;
+  bool worth_setting = false;
 };
+inline constexpr double worth_setting_fraction = 0.01;
 expandable_verdict expandable_from_rows(const std::vector<what_if_row>& rows, const torch_snapshot& s);
 
-// Returns the one-line verdict, "expandable_segments: saves 12.00 MiB of the reserved peak (...)".
+// Returns the one-line verdict, "expandable_segments: lowers the reserved peak by 56.00 MiB (...); the least
+// capacity that runs this step rises by 52.00 MiB (...): not worth it (...)".
 std::string expandable_line(const expandable_verdict& v, const std::string& start);
+
+// Returns what the what-if table's two figures are, in one line (the same definitions as expandable_verdict's).
+std::string what_if_definitions();
 
 }  // namespace headroom::probes

@@ -128,4 +128,32 @@ bool ends_life(const snap_event& e, bool completions) {
          (e.action == snap_action::free_requested && !completions);
 }
 
+void tally_event(snap_event_tally& t, const snap_event& e, replayed_as as, bool completions) {
+  ++t.events;
+  switch (as) {
+    case replayed_as::alloc: ++t.allocs; return;
+    case replayed_as::free: ++t.frees; return;
+    case replayed_as::release: ++t.releases; return;
+    case replayed_as::none: break;
+  }
+  switch (e.action) {
+    case snap_action::free_requested:
+    case snap_action::free_completed:
+      ++(ends_life(e, completions) ? t.unmatched_frees : t.requests);
+      break;
+    case snap_action::segment_alloc:
+    case snap_action::segment_free:
+    case snap_action::segment_map:
+    case snap_action::segment_unmap:
+      ++t.segment_events;
+      break;
+    case snap_action::oom:
+      ++t.ooms;
+      break;
+    default:
+      ++t.others;
+      break;
+  }
+}
+
 }  // namespace headroom::probes::snapshot_window

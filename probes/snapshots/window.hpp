@@ -53,4 +53,11 @@ bool ends_life(const snap_event& e, bool completions);
 // freed or unmapped, 0 for any other event.
 std::int64_t reserved_change(const snap_event& e);
 
+// How an event is replayed: as an alloc, as the free that ends a block's life, as the empty_cache of a run of
+// segment releases, or not at all.
+enum class replayed_as : std::uint8_t { none, alloc, free, release };
+// Adds event `e` to `t` (snapshot.hpp, snap_event_tally): under `as` when replayed, else under why not (a
+// free_requested of a trace that records completions, a free of no live block, a segment event, an oom).
+void tally_event(snap_event_tally& t, const snap_event& e, replayed_as as, bool completions);
+
 }  // namespace headroom::probes::snapshot_window
