@@ -14,6 +14,7 @@
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
+#include "planner/gpu_types.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "probes/io/results_file.hpp"
@@ -70,6 +71,14 @@ observe_case observe_row_case(const calibrate::observation_row& r, const std::st
     throw bad_input(where, "--help and --version describe no run: give `headroom plan` flags of the run");
   } catch (const CLI::ParseError& e) {
     throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200));
+  }
+  // A row whose flags name no GPU is planned on the one its gpu cell names, when the cell can be only one
+  // type (planner/gpu_types.hpp device_name_may_be): its capacity, not the 192 GiB default.
+  if (po.gpu_type.empty() && !given(po, "--gpu-mem") && !r.gpu.empty()) {
+    std::vector<std::string> types;
+    for (const auto& t : gpu_types())
+      if (device_name_may_be(r.gpu, t)) types.emplace_back(t.name);
+    if (types.size() == 1) po.gpu_type = types.front();
   }
   for (auto& f : problem_input_files(po)) files.push_back(std::move(f));
   try {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
 
@@ -94,6 +95,26 @@ TEST(CliCalibrateSweep, ObserveReadsALaunchFileAndTheFactorFollowsTheShape) {
   const auto p = run("plan " + megatron + " --calibration " + cal);
   EXPECT_NE(p.out.find("  reserve     calibrated: calibration "), std::string::npos) << p.out;
   EXPECT_EQ(p.out.find("a factor belongs to one model"), std::string::npos) << p.out;
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 33 item 6 for observe: a row whose flags name no GPU is planned on the one its gpu cell names when the
+// cell can be only one type (an H100 80GB HBM3 is h100-80gb, 79.65 GiB as the driver reports it), not on the
+// 192 GiB default; a cell that may be two types ("NVIDIA H100": the 80 or the 94 GB card) leaves the default.
+TEST(CliCalibrateSweep, ObserveTakesTheGpuFromTheGpuCell) {
+  const std::string dir = scratch("gpu-cell.records");
+  ASSERT_EQ(run("observe " + data + "/observe/sweep-runs.csv -o " + dir).status, 0);
+  const auto rec = nlohmann::json::parse(slurp(dir + "/mb1.json"));
+  EXPECT_EQ(rec["inputs"]["device"]["capacity_bytes"].get<std::int64_t>(), 85'520'809'984);  // 79.65 GiB
+  const std::string csv = scratch("two-types.csv"), dir2 = scratch("two-types.records");
+  std::ofstream(csv) << "name,problem,figure,value,unit,gpu\n"
+                        "a,--preset llama3-8b --gpus 8 --zero 3 --recompute full,reserved_peak,40,GiB,NVIDIA H100\n";
+  ASSERT_EQ(run("observe " + csv + " -o " + dir2).status, 0);
+  const auto two = nlohmann::json::parse(slurp(dir2 + "/a.json"));
+  EXPECT_EQ(two["inputs"]["device"]["capacity_bytes"].get<std::int64_t>(), 192ll << 30);
 }
 
 }  // namespace
