@@ -129,6 +129,35 @@ std::string did_you_mean(CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// Returns "probe snapshot does not take: W1 W2 ..." for the words the innermost parsed subcommand left over, in the
+// order given on the command line (CLI11's remaining() lists them reversed).
+std::string extra_words(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string command;
+  for (CLI::App* sub = &app; sub;) {
+    at = sub;
+    if (sub != &app) command += (command.empty() ? "" : " ") + sub->get_name();
+    const auto parsed = sub->get_subcommands();
+    sub = parsed.empty() ? nullptr : parsed.front();
+  }
+  auto left = at->remaining();
+  if (left.empty()) left = app.remaining();
+  // Each leftover word, matched to its first unused place in argv, in argv's order.
+  std::vector<bool> used(static_cast<std::size_t>(argc), false);
+  std::vector<std::pair<int, std::string>> placed;
+  for (const auto& w : left)
+    for (int i = 1; i < argc; ++i)
+      if (!used[static_cast<std::size_t>(i)] && w == argv[i]) {
+        used[static_cast<std::size_t>(i)] = true;
+        placed.emplace_back(i, w);
+        break;
+      }
+  std::sort(placed.begin(), placed.end());
+  std::string words;
+  for (const auto& [_, w] : placed) words += (words.empty() ? "" : " ") + w;
+  return (command.empty() ? std::string("headroom") : command) + " does not take: " + words;
+}
+
 // Returns nlohmann's message without its "[json.exception.KIND.N] " tag: what a user can read.
 std::string json_error_text(const nlohmann::json::exception& e) {
   return without_json_tag(e.what());
@@ -302,6 +331,12 @@ int main(int argc, char** argv) {
     return checked_stdout(app.exit(e));
   } catch (const CLI::Success& e) {
     return checked_stdout(app.exit(e));
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 names the extra words last first ("x --preset"): named here in the order they were given.
+    std::cerr << one_line("headroom: " + extra_words(app, argc, argv) + did_you_mean(app, argc, argv) +
+                          " (run with --help for usage)")
+              << "\n";
+    return exit_bad_input;
   } catch (const CLI::ParseError& e) {
     std::cerr << one_line(std::string("headroom: ") + e.what() + did_you_mean(app, argc, argv) +
                           " (run with --help for usage)")

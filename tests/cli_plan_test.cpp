@@ -174,6 +174,14 @@ TEST(PlanCli, TyposGetDidYouMean) {
   EXPECT_NE(opt.err.find("did you mean '--tp'?"), std::string::npos) << opt.err;
   EXPECT_EQ(lines(opt.err), 1);
   EXPECT_EQ(run("plan --preset llama3-8b --gpus 8 --zzzzzzzz 2").err.find("did you mean"), std::string::npos);
+  // Words a command does not take are named in the order given (CLI11 lists them last first), with the command.
+  const auto extra = run("plan --preset llama3-8b --gpus 8 first second");
+  EXPECT_EQ(extra.status, 2);
+  EXPECT_NE(extra.err.find("headroom: plan does not take: first second"), std::string::npos) << extra.err;
+  const auto snap = run("probe snapshot " + data + "/snapshots/NiuHuangxiaozi__forward_memory_snapshot_100.pickle "
+                        "--preset gpt3-1.3b");
+  EXPECT_NE(snap.err.find("probe snapshot does not take: --preset gpt3-1.3b"), std::string::npos) << snap.err;
+  EXPECT_EQ(lines(snap.err), 1);
   // presets say which are mixtures of experts.
   const auto presets = nlohmann::json::parse(run("presets --json").out);
   int moe = 0;
