@@ -105,6 +105,12 @@ std::string observation_trimmed(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t") - a + 1);
 }
 
+// Returns " (did you mean '<name>'?)" for the name of `known` nearest `got`, "" when none is near.
+std::string near_one(const std::string& got, const std::vector<std::string>& known) {
+  const std::string near = detail::closest_name(got, known);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
 // Returns the figure in bytes from `value` and `unit`; throws naming the cell.
 std::int64_t observation_bytes(const std::string& value, const std::string& unit, const std::string& origin,
                                std::size_t row) {
@@ -119,10 +125,13 @@ std::int64_t observation_bytes(const std::string& value, const std::string& unit
   const observation_unit* u = nullptr;
   for (const auto& x : observation_units)
     if (observation_trimmed(unit) == x.name) u = &x;
-  if (!u)
-    throw bad_input(cell_where(origin, row, "unit"), "unknown unit '" +
-                                                         printable(observation_trimmed(unit), 20) +
-                                                         "' (one of " + observation_unit_list() + ")");
+  if (!u) {
+    std::vector<std::string> names;
+    for (const auto& x : observation_units) names.emplace_back(x.name);
+    throw bad_input(cell_where(origin, row, "unit"), "unknown unit '" + printable(observation_trimmed(unit), 20) +
+                                                         "'" + near_one(observation_trimmed(unit), names) +
+                                                         " (one of " + observation_unit_list() + ")");
+  }
   const double bytes = v * u->bytes;
   if (!(bytes >= 1 && bytes <= static_cast<double>(probes::max_record_bytes)))
     throw bad_input(
@@ -173,7 +182,9 @@ observation_row observation_from_cells(const std::vector<std::pair<std::string, 
       if (!f)
         throw bad_input(
             cell_where(origin, row, "figure"),
-            "unknown figure '" + printable(t, 40) + "' (device_used, reserved_peak or allocated_peak)");
+            "unknown figure '" + printable(t, 40) + "'" +
+                near_one(t, {"device_used", "reserved_peak", "allocated_peak"}) +
+                " (device_used, reserved_peak or allocated_peak)");
       r.figure = *f;
       has_figure = true;
     }
@@ -256,7 +267,9 @@ std::vector<observation_row> observations_from_csv(const std::string& text, cons
     const auto& fields = rows[i].second;
     if (fields.size() != cols.size())
       throw bad_input(cell_where(origin, i, ""), std::to_string(fields.size()) + " fields for " +
-                                                     std::to_string(cols.size()) + " columns");
+                                                     std::to_string(cols.size()) +
+                                                     " columns: give one per header column (leave one empty "
+                                                     "as ,,; quote a field that holds a comma)");
     std::vector<std::pair<std::string, std::string>> cells;
     for (std::size_t c = 0; c < cols.size(); ++c) cells.emplace_back(cols[c], fields[c]);
     out.push_back(observation_from_cells(cells, origin, i));

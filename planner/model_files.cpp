@@ -275,7 +275,13 @@ std::int64_t read_int(const json& s, const std::string& origin, const int_rule& 
   std::string names;
   for (const char* k : r.keys)
     if (k) names += (names.empty() ? "" : " or ") + std::string(k);
-  throw bad_input(where(origin, r.keys[0] ? r.keys[0] : "?"), "missing (looked for " + names + ")");
+  // A key of the config one or two edits away is most likely the one meant ("num_local_expert").
+  std::vector<std::string> keys;
+  for (auto it = s.begin(); it != s.end(); ++it) keys.push_back(it.key());
+  const std::string near = r.keys[0] ? detail::closest_name(r.keys[0], keys) : "";
+  throw bad_input(where(origin, r.keys[0] ? r.keys[0] : "?"),
+                  "missing (looked for " + names + ")" +
+                      (near.empty() ? ": add it" : "; the config has '" + shown_name(near) + "': did you mean it?"));
 }
 
 bool read_bool(const json& s, const std::string& origin, const bool_rule& r) {
@@ -343,12 +349,19 @@ void check_group_routing(const json& s, const std::string& origin, const moe_spe
 
 void read_moe(const json& s, const std::string& origin, const family_row& row, model_spec& m) {
   auto& e = m.moe;
-  e.experts = read_int(s, origin, row.experts, m, 1, max_experts);
+  e.experts = read_int(s, origin, row.experts, m, 0, max_experts);
+  // transformers' MoE blocks route with torch.topk over the experts: none to route to, or fewer than top-k,
+  // and the model does not run (qwen2/3_moe build every layer dense at 0 experts: another model).
+  if (e.experts == 0)
+    throw bad_input(where(origin, row.experts.keys[0]),
+                    "0 routed experts: a mixture-of-experts config needs at least top-k of them; state the "
+                    "checkpoint's expert count, or plan the dense model under its dense model_type");
   e.top_k = read_int(s, origin, row.top_k, m, 1, max_experts);
   if (e.top_k > e.experts)
     throw bad_input(where(origin, row.top_k.keys[0]), "must be at most the number of experts (" +
+                                                          std::string(row.experts.keys[0]) + " " +
                                                           std::to_string(e.experts) + "), got " +
-                                                          std::to_string(e.top_k));
+                                                          std::to_string(e.top_k) + ": lower it");
   if (row.mla) check_group_routing(s, origin, e);
   e.expert_ffn = read_int(s, origin, row.expert_ffn, m);
   switch (row.shared_as) {
@@ -369,6 +382,13 @@ void read_moe(const json& s, const std::string& origin, const family_row& row, m
   e.router_bias = row.router_bias;
   e.expert_bias = row.expert_bias;
   e.layers = read_placement(s, origin, row, m);
+  // A step or a dense prefix past the last layer leaves no MoE layer: a config of another model.
+  if (std::none_of(e.layers.begin(), e.layers.end(), [](bool b) { return b; })) {
+    const auto& p = row.placement;
+    const char* key = p.every.keys[0] ? p.every.keys[0] : p.first_dense.keys[0] ? p.first_dense.keys[0] : "layers";
+    throw bad_input(where(origin, key), "places no mixture-of-experts layer among the " + std::to_string(m.layers) +
+                                            " layers: lower it (at most the layer count), or plan a dense model");
+  }
   if (row.mtp) e.mtp_layers = read_int(s, origin, opt(row.mtp, 0), m, 0, 16);
 }
 

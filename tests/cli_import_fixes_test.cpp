@@ -153,7 +153,8 @@ TEST(CliImportFixes, ModelZooYamlStatesWhatItsRunnerSets) {
   refused_with(run(at + yaml + mixtral_vars +
                    "--megatron-var MOE_TOKEN_DISPATCHER=alltoall --megatron-var DISPATCHER=deepep"),
                "--moe-token-dispatcher-type changes memory and is not modelled");
-  planned(run(at + "\"" + yaml + " --recompute-granularity full\"" + mixtral_vars +
+  planned(run(at + "\"" + yaml + " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1\"" +
+              mixtral_vars +
               "--megatron-var MOE_TOKEN_DISPATCHER=alltoall"));
   refused_with(
       run(at + written("bad.yaml", "--num-layers: 2\n--sequence-parallel: ture\n")),

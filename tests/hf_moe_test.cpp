@@ -249,12 +249,22 @@ TEST(HfMoe, HostileConfigsNameTheKey) {
   };
   auto j = mixtral();
   j["num_local_experts"] = 1e15;
-  EXPECT_NE(msg(j).find("config.json.num_local_experts: must be between 1 and"), std::string::npos) << msg(j);
+  EXPECT_NE(msg(j).find("config.json.num_local_experts: must be between 0 and"), std::string::npos) << msg(j);
   j = mixtral();
   j["num_experts_per_tok"] = 9;
-  EXPECT_NE(msg(j).find("config.json.num_experts_per_tok: must be at most the number of experts (8), got 9"),
+  EXPECT_NE(msg(j).find("config.json.num_experts_per_tok: must be at most the number of experts "
+                        "(num_local_experts 8), got 9: lower it"),
             std::string::npos)
       << msg(j);
+  // No expert to route to: torch.topk over 0 experts never runs; the line says what to state instead.
+  j = mixtral();
+  j["num_local_experts"] = 0;
+  EXPECT_NE(msg(j).find("config.json.num_local_experts: 0 routed experts"), std::string::npos) << msg(j);
+  // A misspelt required key: the key the config holds is named.
+  j = mixtral();
+  j["num_local_expert"] = 8;
+  j.erase("num_local_experts");
+  EXPECT_NE(msg(j).find("the config has 'num_local_expert': did you mean it?"), std::string::npos) << msg(j);
   j = mixtral();
   j["num_local_experts"] = "eight";
   EXPECT_NE(msg(j).find("num_local_experts: must be an integer"), std::string::npos) << msg(j);
@@ -267,6 +277,12 @@ TEST(HfMoe, HostileConfigsNameTheKey) {
   q = qwen_moe("qwen3_moe");
   q["decoder_sparse_step"] = -2;
   EXPECT_NE(msg(q).find("decoder_sparse_step: must be between 1"), std::string::npos) << msg(q);
+  // (i + 1) % 13 == 0 for no i < 12: a step past the 12 layers leaves no MoE layer (modeling_qwen3_moe.py).
+  q = qwen_moe("qwen3_moe");
+  q["decoder_sparse_step"] = 13;
+  EXPECT_NE(msg(q).find("config.json.decoder_sparse_step: places no mixture-of-experts layer among the 12 layers"),
+            std::string::npos)
+      << msg(q);
   auto l = nlohmann::json::parse(std::ifstream(data + "/hf/llama4-scout.json"));
   l["text_config"] = "not an object";
   EXPECT_NE(msg(l).find("config.json.text_config: must be an object"), std::string::npos) << msg(l);

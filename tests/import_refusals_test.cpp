@@ -224,7 +224,9 @@ TEST(ImportRefusals, WrapperScriptPointsToTheYamlItLaunches) {
 
 TEST(ImportRefusals, FlagsAfterTheYamlAreAppendedAsTheRunnerDoes) {
   const auto l = load_megatron_args(
-      zoo("Mixtral-8x7B.yaml") + " --recompute-granularity full --micro-batch-size 2", mixtral_vars());
+      zoo("Mixtral-8x7B.yaml") +
+          " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --micro-batch-size 2",
+      mixtral_vars());
   EXPECT_EQ(l.recompute, recompute_mode::full);
   EXPECT_EQ(l.micro_batch, 2);  // after the YAML's --micro-batch-size ${MBS}: argparse keeps the last
   EXPECT_EQ(l.origin, zoo("Mixtral-8x7B.yaml"));

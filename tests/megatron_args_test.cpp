@@ -365,8 +365,8 @@ TEST(MegatronArgs, RealFilesHoldNoUnknownFlag) {
 
 TEST(MegatronArgs, HostileInputs) {
   const auto err = [](const std::string& text) { return test::bad_input_of([&] { import_megatron_args(text, "t"); }); };
-  EXPECT_EQ(err("--num-layers"), "--num-layers: is missing its value");
-  EXPECT_EQ(err("--num-layers 3x"), "--num-layers: needs an integer, got '3x'");
+  EXPECT_EQ(err("--num-layers"), "t: --num-layers: is missing its value");  // the origin first
+  EXPECT_EQ(err("--num-layers 3x"), "t: --num-layers: needs an integer, got '3x'");
   EXPECT_NE(err("--num-layers 99999999999999999999999").find("out of range"), std::string::npos);
   EXPECT_NE(err("--tensor-model-parallel-size ${TP}").find("$TP, which nothing in the text sets"),
             std::string::npos);

@@ -31,6 +31,11 @@ bool is_near_miss(const std::string& key, const std::string& known) {
   return d <= 2 && 2 * d <= key.size();
 }
 
+std::string did_you_mean(const std::string& got, const std::vector<std::string>& known) {
+  const std::string near = closest_name(got, known);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
 void classify_keys(const nlohmann::json& obj, const std::vector<key_rule>& table, const std::string& prefix,
                    launch_import& imp) {
   if (!obj.is_object()) return;

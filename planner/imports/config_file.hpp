@@ -44,6 +44,10 @@ bool is_near_miss(const std::string& key, const std::string& known);
 void classify_keys(const nlohmann::json& obj, const std::vector<key_rule>& table, const std::string& prefix,
                    launch_import& imp);
 
+// Returns " (did you mean '<name>'?)" for the name of `known` nearest `got` (json_fields.hpp closest_name),
+// "" when none is near: what a refusal of a value outside a fixed set appends.
+std::string did_you_mean(const std::string& got, const std::vector<std::string>& known);
+
 // Returns whether a config value turns its feature off (the test classify_keys applies).
 bool is_off(const nlohmann::json& v);
 

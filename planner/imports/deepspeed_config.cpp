@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
+#include <vector>
 
 #include "planner/errors.hpp"
 #include "planner/imports/config_file.hpp"
@@ -387,20 +389,23 @@ void settle_batch(const json& root, std::optional<int> world, const hf_trainer_a
   const auto mul = [](std::int64_t a, std::int64_t b) {
     return detail::checked_mul(a, b, "train_batch_size");
   };
+  // DeepSpeed's _batch_assertion (runtime/config.py l.942-986): train = micro x accumulation x world.
   auto divide = [&](std::int64_t num, std::int64_t den, const char* field, const char* what) {
     if (num % den != 0)
-      throw bad_input(
-          field, std::to_string(num) + " is not a multiple of " + std::to_string(den) + " (" + what + ")");
+      throw bad_input(field, std::to_string(num) + " is not a multiple of " + std::to_string(den) + " (" + what +
+                                 "), as DeepSpeed requires (runtime/config.py _batch_assertion): write a multiple");
     return num / den;
   };
   if (train && micro && gas) {
     const std::int64_t per_step = mul(*micro, *gas);
-    const std::int64_t dp =
-        divide(*train, per_step, "train_batch_size", "micro x accumulation x data-parallel size");
+    const std::int64_t dp = world && *train != mul(per_step, *world)
+                                ? -1  // all three and the world stated: compared as DeepSpeed compares them
+                                : divide(*train, per_step, "train_batch_size", "micro x accumulation x data-parallel size");
     if (world && dp != *world)
       throw bad_input("train_batch_size", std::to_string(*train) + " != " + std::to_string(*micro) + " x " +
                                               std::to_string(*gas) + " x " + std::to_string(*world) +
-                                              " GPUs");
+                                              " GPUs, which DeepSpeed refuses (runtime/config.py _batch_assertion): "
+                                              "drop it to derive it, or fix the three");
     if (!world) {
       imp.dp = static_cast<int>(std::min<std::int64_t>(dp, INT32_MAX));
       imp.derived.push_back({"dp", std::to_string(dp), "train_batch_size / (micro x accumulation)"});
@@ -479,9 +484,48 @@ launch_import deepspeed_config_from_json(const nlohmann::json& config, const std
   }
 }
 
+namespace {
+// Returns the dotted path of the first key that one object of the JSON `text` holds twice, "" when none.
+// nlohmann keeps the last of them silently; DeepSpeed refuses the file (runtime/config.py DeepSpeedConfig
+// loads it with object_pairs_hook=dict_raise_error_on_duplicate_keys, runtime/config_utils.py).
+std::string first_duplicate_key(const std::string& text) {
+  struct frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+  };
+  std::vector<frame> stack;
+  std::string dup;
+  const auto note = [&](int, json::parse_event_t ev, json& parsed) {
+    using e = json::parse_event_t;
+    if (ev == e::object_start || ev == e::array_start) stack.push_back({ev == e::object_start, {}, ""});
+    if ((ev == e::object_end || ev == e::array_end) && !stack.empty()) stack.pop_back();
+    if (ev == e::key && !stack.empty() && parsed.is_string()) {
+      frame& top = stack.back();
+      top.key = parsed.get<std::string>();
+      if (!top.keys.insert(top.key).second && dup.empty())
+        for (const auto& f : stack)
+          if (f.object) dup += (dup.empty() ? "" : ".") + f.key;
+    }
+    // Values and finished containers are dropped: only the keys matter here, not a second copy of the file.
+    return ev == e::key || ev == e::object_start || ev == e::array_start;
+  };
+  const json dropped = json::parse(text, note, /*allow_exceptions=*/false);
+  (void)dropped;
+  return dup;
+}
+}  // namespace
+
 launch_import load_deepspeed_config(const std::string& path, std::optional<std::int64_t> hidden,
                                     std::optional<int> world_size, const hf_trainer_args& trainer) {
-  return deepspeed_config_from_json(read_json_file(path), shown_name(path), hidden, world_size, trainer);
+  const std::string shown = shown_name(path);
+  const std::string text = read_regular_file(path, max_json_file_bytes, "a JSON input");
+  const json config = parse_json_text(text, shown);  // malformed or too deep: refused before the walk below
+  if (const std::string dup = first_duplicate_key(text); !dup.empty())
+    throw bad_input(shown + ": " + shown_name(dup),
+                    "given twice; DeepSpeed refuses duplicate keys (runtime/config_utils.py "
+                    "dict_raise_error_on_duplicate_keys): keep one");
+  return deepspeed_config_from_json(config, shown, hidden, world_size, trainer);
 }
 
 }  // namespace headroom

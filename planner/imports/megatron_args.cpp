@@ -12,6 +12,7 @@
 
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
+#include "planner/imports/config_file.hpp"
 #include "planner/imports/megatron_args_detail.hpp"
 #include "planner/imports/megatron_flags.hpp"
 #include "planner/imports/megatron_text.hpp"
@@ -47,6 +48,13 @@ void megatron_reader::classify() {
     const std::vector<shell_word>& values = entry.second;
     const megatron_flag* f = find_megatron_flag(name);
     if (!f) {
+      // Megatron's parser refuses a flag it does not define (arguments.py parse_args, l.117-132: argparse with
+      // allow_abbrev=False). One near a known flag is a typo: planned on, the setting would silently keep its
+      // default. One far from all is listed, as it may be a flag of a later Megatron.
+      const std::string near = closest_name(name, megatron_flag_names());
+      if (!near.empty() && name.size() > 2 && is_near_miss(name.substr(2), near.substr(2)))
+        throw bad_input(name, "unknown flag (did you mean '" + near +
+                                  "'?): correct its spelling (Megatron's parse_args refuses it too)");
       m_out.unmodelled.push_back(printable(name, 80) + ": unknown flag, may change memory");
       continue;
     }
@@ -110,7 +118,8 @@ std::optional<std::int64_t> megatron_reader::integer(const char* f, std::int64_t
   if (r.ec != std::errc() || r.ptr != s->data() + s->size())
     throw bad_input(f, "needs an integer, got '" + printable(*s, 40) + "'");
   if (v < lo || v > hi)
-    throw bad_input(f, std::to_string(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi));
+    throw bad_input(f, std::to_string(v) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi) +
+                           ": write a value in that range");
   return v;
 }
 
@@ -129,11 +138,16 @@ std::optional<std::string> megatron_reader::choice(const char* f,
   const auto s = str(f);
   if (!s) return std::nullopt;
   std::string all;
+  std::vector<std::string> known;
   for (const char* n : names) {
     if (*s == n) return s;
     all += (all.empty() ? "" : ", ") + std::string(n);
+    known.emplace_back(n);
   }
-  throw bad_input(f, "'" + printable(*s, 40) + "' is not one of " + all);
+  // argparse's `choices` (the flag's Literal type in transformer_config.py): any other value is refused.
+  const std::string near = closest_name(*s, known);
+  throw bad_input(f, "'" + printable(*s, 40) + "' is not one of " + all +
+                         (near.empty() ? "" : " (did you mean '" + near + "'?)"));
 }
 
 void megatron_reader::derive(const std::string& field, const std::string& value, const std::string& why) {
@@ -145,6 +159,17 @@ void megatron_reader::unmodelled(const std::string& flag, const std::string& why
 }
 
 launch_import megatron_reader::run() {
+  // Every refusal names the launch it came from: the file, or "megatron arguments" for a string.
+  try {
+    return read_all();
+  } catch (const bad_input& e) {
+    const std::string shown = shown_name(m_origin);
+    if (e.field().starts_with(shown)) throw;
+    throw bad_input(shown + ": " + e.field(), std::string(e.what()).substr(e.field().size() + 2));
+  }
+}
+
+launch_import megatron_reader::read_all() {
   classify();
   read_parallel();
   read_model();
@@ -152,6 +177,7 @@ launch_import megatron_reader::run() {
   read_precision();
   read_recompute();
   read_world();
+  check_consistency();
   // The allocator's settings the launch exports (ModelZoo's ENV_VARS: expandable_segments:True): the plan
   // states them, and its allocator emulation runs under them.
   if (const auto it = m_text.variables.find("PYTORCH_CUDA_ALLOC_CONF");
@@ -308,6 +334,56 @@ void megatron_reader::read_dispatcher() {
   unmodelled("--moe-token-dispatcher-type",
              "flex: the " + b + " backend's communication buffers, outside PyTorch's caching allocator"
              " (fused_a2a.py); not priced");
+}
+
+// Settings that contradict each other, refused as Megatron refuses them (sources at NVIDIA/Megatron-LM
+// d98e8a64): planned on, each would be a launch that never starts, priced as if it did.
+void megatron_reader::check_consistency() {
+  const auto s = [](std::int64_t v) { return std::to_string(v); };
+  const std::int64_t tp = m_out.tp.value_or(1);
+  if (m_out.model) {
+    const model_spec& m = *m_out.model;
+    // transformer_config.py TransformerConfig.__post_init__ l.1446-1450.
+    if (m.heads % tp != 0)
+      throw bad_input("--tensor-model-parallel-size",
+                      s(tp) + " does not divide --num-attention-heads " + s(m.heads) +
+                          ", as Megatron requires (transformer_config.py __post_init__): use a tp dividing " +
+                          s(m.heads));
+    // l.1461-1468: the query groups are split over tp, or replicated over groups of tp ranks.
+    if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
+      throw bad_input("--num-query-groups",
+                      s(m.kv_heads) + " is neither a multiple nor a divisor of --tensor-model-parallel-size " +
+                          s(tp) + ", as Megatron requires (transformer_config.py __post_init__): change one of them");
+    // arguments.py validate_args l.1655-1658.
+    if (m_out.ep && *m_out.ep > 1 && m.moe.experts == 0)
+      throw bad_input("--expert-model-parallel-size",
+                      s(*m_out.ep) + " needs --num-experts, as Megatron requires (arguments.py validate_args): "
+                                     "drop it or add --num-experts N");
+    // arguments.py validate_args l.1353-1356, whatever the position embedding.
+    if (has("--max-position-embeddings") && m_out.seq && m.max_positions < *m_out.seq)
+      throw bad_input("--max-position-embeddings",
+                      s(m.max_positions) + " is below --seq-length " + s(*m_out.seq) +
+                          ", which Megatron refuses (arguments.py validate_args): raise it to at least " +
+                          s(*m_out.seq));
+  }
+  // argparse's choices hold whether or not the launch is MoE (the Literal types of transformer_config.py).
+  (void)choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"});
+  const auto gran = choice("--recompute-granularity", {"full", "selective"});
+  const auto method = choice("--recompute-method", {"uniform", "block"});
+  const std::string full_fix = "append --recompute-method uniform --recompute-num-layers 1";
+  // transformer_config.py __post_init__ l.1901-1932 and arguments.py validate_args l.1425-1428.
+  if (gran == "full" && !method)
+    throw bad_input("--recompute-granularity", "full needs --recompute-method, as Megatron requires "
+                                               "(transformer_config.py __post_init__): " + full_fix);
+  if (gran == "full" && !has("--recompute-num-layers"))
+    throw bad_input("--recompute-granularity", "full needs --recompute-num-layers, as Megatron requires "
+                                               "(transformer_config.py __post_init__): " + full_fix);
+  if (gran == "selective" && method)
+    throw bad_input("--recompute-method", "applies to --recompute-granularity full only, as Megatron requires "
+                                          "(arguments.py validate_args): drop it");
+  if (gran == "selective" && has("--recompute-num-layers"))
+    throw bad_input("--recompute-num-layers", "applies to --recompute-granularity full only, as Megatron requires "
+                                              "(transformer_config.py __post_init__): drop it");
 }
 
 }  // namespace detail

@@ -28,6 +28,7 @@ pp_layout parse_pp_layout(const std::string& s);
 class megatron_reader {
  public:
   megatron_reader(const launch_text& t, const std::string& origin);
+  // Returns the launch; a refusal names the origin before the flag ("m.yaml: --num-layers: ...").
   launch_import run();
 
  private:
@@ -62,6 +63,8 @@ class megatron_reader {
   void read_recompute();
   void read_world();
   void read_workspaces();
+  launch_import read_all();
+  void check_consistency();
 };
 
 }  // namespace headroom::detail

@@ -142,6 +142,10 @@ constexpr megatron_flag unmodelled_flags[] = {
     {"--hybrid-layer-pattern", fa::any, um, "Mamba hybrid layers; not modelled"},
     {"--hybrid-override-pattern", fa::any, um, "Mamba hybrid layers; not modelled"},
     {"--num-virtual-stages-per-pipeline-rank-uneven", fa::any, um, "uneven virtual stages; not modelled"},
+    // FP4 (arguments.py l.1100-1109): one edit from the FP8 flags, so listed for what they are, not taken as typos
+    {"--fp4-format", fa::any, um, "FP4 (NVFP4) linear layers; not modelled"},
+    {"--fp4-recipe", fa::any, um, "FP4 (NVFP4) linear layers; not modelled"},
+    {"--fp4-param-gather", fa::none, um, "FP4 parameter all-gather; not modelled"},
 };
 
 // Flags that do not change a rank's peak memory: logging, data, tokenizer files, learning rate, seeds,
@@ -325,6 +329,17 @@ std::unordered_map<std::string_view, megatron_flag> build_index() {
 }
 
 }  // namespace
+
+const std::vector<std::string>& megatron_flag_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& f : read_flags) v.emplace_back(f.name);
+    for (const auto& f : unmodelled_flags) v.emplace_back(f.name);
+    for (const char* n : unused_flags) v.emplace_back(n);
+    return v;
+  }();
+  return names;
+}
 
 const megatron_flag* find_megatron_flag(std::string_view name) {
   static const auto index = build_index();

@@ -4,7 +4,9 @@
 // megatron_args.cpp only.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace headroom::detail {
 
@@ -20,5 +22,9 @@ struct megatron_flag {
 
 // Returns the rule of `name`, or nullptr when the flag is unknown.
 const megatron_flag* find_megatron_flag(std::string_view name);
+
+// Returns every flag name of the tables (read, unmodelled and unused): what an unknown flag is matched against
+// for a "did you mean".
+const std::vector<std::string>& megatron_flag_names();
 
 }  // namespace headroom::detail

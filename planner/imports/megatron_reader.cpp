@@ -158,7 +158,9 @@ void megatron_reader::read_shape(model_spec& m) {
 void megatron_reader::read_moe(model_spec& m) {
   m.moe.mtp_layers = integer("--mtp-num-layers", 0, 1000).value_or(0);
   if (!has("--num-experts")) return;
-  m.moe.experts = *integer("--num-experts", 1, 1'000'000);
+  m.moe.experts = *integer("--num-experts", 0, 1'000'000);
+  if (m.moe.experts == 0)  // Megatron reads 0 as no experts: a dense model (arguments.py l.1648-1649)
+    return derive("moe", "dense", "--num-experts 0 is None in Megatron: every layer dense (arguments.py l.1648)");
   m.moe.top_k = integer("--moe-router-topk", 1, m.moe.experts).value_or(2);
   if (!has("--moe-router-topk"))
     derive("moe.top_k", "2", "--moe-router-topk defaults to 2 (transformer_config.py l.760)");
@@ -190,7 +192,8 @@ void megatron_reader::read_moe(model_spec& m) {
   read_dispatcher();
   if (m_out.ep && m.moe.experts % *m_out.ep != 0)
     throw bad_input("--expert-model-parallel-size",
-                    str_of(*m_out.ep) + " does not divide --num-experts " + str_of(m.moe.experts));
+                    str_of(*m_out.ep) + " does not divide --num-experts " + str_of(m.moe.experts) +
+                        ", as Megatron requires (arguments.py validate_args): use an ep dividing it");
 }
 
 // --qk-layernorm (transformer_config.py l.259) builds different norms by attention kind (gpt_layer_specs.py
@@ -576,7 +579,8 @@ void megatron_reader::read_world() {
     throw bad_input("--global-batch-size", str_of(*m_out.global_batch) +
                                                " is not a multiple of micro-batch x dp = " +
                                                str_of(m_out.micro_batch.value_or(1) * *m_out.dp) +
-                                               " (num_microbatches_calculator.py l.367-393)");
+                                               ", as Megatron requires (num_microbatches_calculator.py "
+                                               "l.367-393): make it a multiple of that");
 }
 
 }  // namespace headroom::detail

@@ -136,7 +136,8 @@ degrees read_degrees(const json& p, std::optional<int> world, launch_import& imp
     if (*world % others != 0)
       throw bad_input("parallelism",
                       std::to_string(*world) +
-                          " GPUs are not a multiple of replicate x tp x pp x cp = " + std::to_string(others));
+                          " GPUs are not a multiple of replicate x tp x pp x cp = " + std::to_string(others) +
+                          ", which torchtitan refuses (parallel_dims.py _validate): change a degree or --gpus");
     d.shard = *world / others;
     imp.derived.push_back({"data_parallel_shard_degree", std::to_string(d.shard),
                            "-1: the GPUs left after replicate x tp x pp x cp (job_config.py l.324-334)"});
@@ -144,7 +145,8 @@ degrees read_degrees(const json& p, std::optional<int> world, launch_import& imp
     const std::int64_t total = detail::checked_mul(others, d.shard, "parallelism");
     if (world && total != *world)
       throw bad_input("parallelism", "the degrees multiply to " + std::to_string(total) + ", not the " +
-                                         std::to_string(*world) + " GPUs");
+                                         std::to_string(*world) + " GPUs, which torchtitan refuses (parallel_dims.py "
+                                         "_validate): data_parallel_shard_degree = -1 takes the rest");
     if (total > max_degree)
       throw bad_input("parallelism", "the degrees multiply to more than a million GPUs");
     imp.gpus = static_cast<int>(total);
@@ -175,7 +177,8 @@ degrees read_degrees(const json& p, std::optional<int> world, launch_import& imp
 void read_reshard(const json& p, const degrees& d, launch_import& imp) {
   const std::string policy = opt_str(p, "fsdp_reshard_after_forward", "parallelism", "default");
   if (policy != "default" && policy != "always" && policy != "never")
-    throw bad_input("parallelism.fsdp_reshard_after_forward", "must be \"default\", \"always\" or \"never\"");
+    throw bad_input("parallelism.fsdp_reshard_after_forward", "must be \"default\", \"always\" or \"never\"" +
+                                                                  detail::did_you_mean(policy, {"default", "always", "never"}));
   if (imp.zero != 3) return;
   imp.reshard_after_forward = policy == "always" || (policy == "default" && d.pp == 1);
   imp.derived.push_back(
@@ -266,7 +269,8 @@ void read_training(const json& t, const degrees& d, launch_import& imp) {
     if (global > 0 && global % per_step != 0)
       throw bad_input("training.global_batch_size",
                       std::to_string(global) +
-                          " is not a multiple of local_batch_size x dp = " + std::to_string(per_step));
+                          " is not a multiple of local_batch_size x dp = " + std::to_string(per_step) +
+                          ", which torchtitan refuses: write a multiple, or -1");
     imp.global_batch = global > 0 ? global : per_step;
     imp.derived.push_back(
         {"global_batch", std::to_string(*imp.global_batch),
@@ -283,7 +287,8 @@ void read_training(const json& t, const degrees& d, launch_import& imp) {
   const std::string reduce = opt_str(t, "mixed_precision_reduce", w, "float32");
   const std::string dtype = opt_str(t, "dtype", w, "float32");
   if (param != "bfloat16" && param != "float32")
-    throw bad_input("training.mixed_precision_param", "must be \"bfloat16\" or \"float32\"");
+    throw bad_input("training.mixed_precision_param",
+                    "must be \"bfloat16\" or \"float32\"" + detail::did_you_mean(param, {"bfloat16", "float32"}));
   if (reduce != "float32") throw bad_input("training.mixed_precision_reduce", "must be \"float32\"");
   if (dtype == "bfloat16") {
     imp.unmodelled.push_back(
@@ -343,7 +348,8 @@ void read_ac(const json& a, launch_import& imp) {
       const bool digits = !opt.empty() && opt.size() < 10 &&
                           std::all_of(opt.begin(), opt.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (!digits)
-        throw bad_input("activation_checkpoint.selective_ac_option", "must be \"op\" or a layer count");
+        throw bad_input("activation_checkpoint.selective_ac_option",
+                        "must be \"op\" or a layer count" + detail::did_you_mean(opt, {"op"}));
       every = std::stoll(opt);
       if (every <= 1) {  // 0 or 1: every layer fully checkpointed (l.39-40)
         imp.recompute = recompute_mode::full;
@@ -363,7 +369,8 @@ void read_ac(const json& a, launch_import& imp) {
       }
     }
   } else {
-    throw bad_input("activation_checkpoint.mode", "must be none, selective, full or memory_budget");
+    throw bad_input("activation_checkpoint.mode", "must be none, selective, full or memory_budget" +
+                                                      detail::did_you_mean(mode, {"none", "selective", "full", "memory_budget"}));
   }
 }
 

@@ -7,6 +7,7 @@
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
 #include "planner/gpu_types.hpp"
+#include "planner/imports/config_file.hpp"
 #include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "probes/records/measurement_record.hpp"
@@ -17,11 +18,31 @@ namespace {
 
 constexpr std::uintmax_t sidecar_max_bytes = std::uintmax_t{4} << 20;  // the problem text is at most 1 MiB
 
+// Returns how a refusal of the absent `key` of object `j` ends: the key of `j` it resembles ("nmae" for
+// "name"), or the fix when none does.
+std::string missing_fix(const nlohmann::json& j, const char* key) {
+  std::vector<std::string> keys;
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  const std::string near = detail::closest_name(key, keys);
+  if (!near.empty()) return "; the sidecar has '" + shown_name(near) + "': did you mean it?";
+  return ": tools/headroom_capture.py writes it; capture again, or add it";
+}
+
 // Returns j[key] as an object; throws naming "<origin>: <key>" when missing or not an object.
 const nlohmann::json& sidecar_block(const nlohmann::json& j, const char* key, const std::string& origin) {
   const auto it = j.find(key);
-  if (it == j.end() || !it->is_object()) throw bad_input(origin + ": " + key, "missing, or not an object");
+  if (it == j.end()) throw bad_input(origin + ": " + key, "missing" + missing_fix(j, key));
+  if (!it->is_object()) throw bad_input(origin + ": " + key, "must be an object, as tools/headroom_capture.py writes it");
   return *it;
+}
+
+// Returns j[key] as an integer in [lo, hi] (json_fields.hpp int_field), naming the key it resembles when absent.
+std::int64_t sidecar_int(const nlohmann::json& j, const char* key, const std::string& where, std::int64_t lo,
+                         std::int64_t hi) {
+  if (const auto it = j.find(key); it == j.end() || it->is_null())
+    throw bad_input(where + "." + key, "missing" + missing_fix(j, key));
+  return detail::int_field(j, key, where, lo, hi);
 }
 
 // Returns j[key] as printable text; "" when absent or null and `nullable`, else refused.
@@ -29,7 +50,7 @@ std::string sidecar_text(const nlohmann::json& j, const char* key, const std::st
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     if (nullable) return "";
-    throw bad_input(where + "." + key, "missing");
+    throw bad_input(where + "." + key, "missing" + missing_fix(j, key));
   }
   if (!it->is_string()) throw bad_input(where + "." + key, "must be a string");
   const auto& s = it->get_ref<const std::string&>();
@@ -38,7 +59,7 @@ std::string sidecar_text(const nlohmann::json& j, const char* key, const std::st
 }
 
 std::int64_t sidecar_bytes(const nlohmann::json& j, const char* key, const std::string& where) {
-  return detail::int_field(j, key, where, 0, max_record_bytes);
+  return sidecar_int(j, key, where, 0, max_record_bytes);
 }
 
 }  // namespace
@@ -53,21 +74,22 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   c.path = origin;
   const std::string schema = sidecar_text(j, "schema", origin + ": ", false);
   if (schema != "headroom.capture/1" && schema.rfind("headroom.capture/1.", 0) != 0)
-    throw bad_input(origin + ": schema", "'" + schema + "' is not headroom.capture/1");
+    throw bad_input(origin + ": schema", "'" + schema + "' is not headroom.capture/1, the schema this headroom "
+                                                        "reads: capture with the tools/headroom_capture.py beside it");
   if (const auto named = sidecar_text(j, "snapshot", origin + ": ", true); !named.empty() && named != snapshot_name)
     throw bad_input(origin + ": snapshot",
                     "names '" + named + "', not '" + printable(snapshot_name) + "' beside which it lies");
   const auto& gpu = sidecar_block(j, "gpu", origin);
   const std::string g = origin + ": gpu";
   c.gpu = sidecar_text(gpu, "name", g, false);
-  c.gpu_total_memory = detail::int_field(gpu, "total_memory", g, 1, max_record_bytes);
+  c.gpu_total_memory = sidecar_int(gpu, "total_memory", g, 1, max_record_bytes);
   // The total must be one the named device has (planner/gpu_types.hpp): an H200's sidecar stating 80 GiB is
   // from another device or edited, and every check against the total below would trust it.
   if (!c.gpu.empty() && !device_total_may_be(c.gpu, c.gpu_total_memory))
     throw bad_input(origin + ": gpu.total_memory",
                     std::to_string(c.gpu_total_memory) + " bytes is not the memory of a " + printable(c.gpu, 60) +
                         " (headroom gpus lists the totals each type reports)");
-  c.gpu_index = static_cast<int>(detail::int_field(gpu, "index", g, 0, 1 << 20));
+  c.gpu_index = static_cast<int>(sidecar_int(gpu, "index", g, 0, 1 << 20));
   c.driver = sidecar_text(gpu, "driver", g, true);
   c.driver_from = sidecar_text(gpu, "driver_from", g, true);
   const auto& sw = sidecar_block(j, "software", origin);
@@ -79,7 +101,7 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   const auto& pl = sidecar_block(j, "placement", origin);
   const std::string p = origin + ": placement";
   c.launcher = sidecar_text(pl, "launcher", p, true);
-  c.rank = static_cast<int>(detail::int_field(pl, "rank", p, 0, 1000000));
+  c.rank = static_cast<int>(sidecar_int(pl, "rank", p, 0, 1000000));
   // tools/headroom_capture.py writes null when the launcher set a rank but no world size: unknown (0), not 1.
   c.world_size = static_cast<int>(detail::opt_int_field(pl, "world_size", p, 1, 1000000).value_or(0));
   if (const auto l = detail::opt_int_field(pl, "local_rank", p, 0, 1000000)) c.local_rank = static_cast<int>(*l);
@@ -97,7 +119,7 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
   const auto& used = sidecar_block(j, "device_used_at_peak", origin);
   c.device_used_at_peak = sidecar_bytes(used, "bytes", origin + ": device_used_at_peak");
   c.used_how = sidecar_text(used, "how", origin + ": device_used_at_peak", false);
-  c.outside_allocator = detail::int_field(sidecar_block(j, "at_end", origin), "outside_allocator",
+  c.outside_allocator = sidecar_int(sidecar_block(j, "at_end", origin), "outside_allocator",
                                           origin + ": at_end", -max_record_bytes, max_record_bytes);
   // The capture script reads it as cudaMemGetInfo's used less memory_reserved (tools/headroom_capture.py,
   // `sidecar`): the device's used memory holds the allocator's reserved bytes, so it is never negative,
@@ -121,7 +143,8 @@ capture_sidecar parse_sidecar(const nlohmann::json& j, const std::string& origin
     if (!pr->is_object()) throw bad_input(origin + ": problem", "must be an object or null");
     const std::string kind = sidecar_text(*pr, "kind", origin + ": problem", false);
     if (kind != "file" && kind != "megatron_args")
-      throw bad_input(origin + ": problem.kind", "'" + kind + "' is neither 'file' nor 'megatron_args'");
+      throw bad_input(origin + ": problem.kind", "'" + kind + "' is neither 'file' nor 'megatron_args'" +
+                                                      detail::did_you_mean(kind, {"file", "megatron_args"}));
     c.problem = *pr;
   }
   return c;
