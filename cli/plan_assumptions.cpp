@@ -102,6 +102,9 @@ std::string calibration_lines(const calibrate::calibration& c, const problem& p,
     if (o.strict_calibration) throw bad_input("calibration", line + " (--strict-calibration)");
     s += "  warning: outside the calibration's domain: " + printable(line) + "\n";
   }
+  if (!outside.empty())  // what was used, and the two ways not to
+    s += "  the calibrated reserve is used all the same: --strict-calibration refuses a plan outside its domain, "
+         "and dropping --calibration plans with the default reserve\n";
   return s;
 }
 

@@ -118,3 +118,24 @@ TEST(CliCalibrateSweep, ObserveTakesTheGpuFromTheGpuCell) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 31: a plan outside the calibration's domain says, above its table, that the calibrated reserve is used
+// all the same and the two ways not to; --strict-calibration refuses it in one line.
+TEST(CliCalibrateSweep, OutsideTheDomainSaysWhatWasUsed) {
+  const auto [cal, r] = calibrated("sweep-runs.csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string plan = "plan --preset llama3-70b --gpus 64 --tp 8 --pp 4 --recompute full --gpu-type h100-80gb "
+                           "--calibration " + cal;
+  const auto p = run(plan);
+  ASSERT_EQ(p.status, 0) << p.err;
+  const auto used = p.out.find("  the calibrated reserve is used all the same: --strict-calibration refuses");
+  ASSERT_NE(used, std::string::npos) << p.out;
+  EXPECT_LT(used, p.out.find("strategy ")) << "above the table";
+  const auto strict = run(plan + " --strict-calibration");
+  EXPECT_EQ(strict.status, 2);
+  EXPECT_EQ(lines(strict.err), 1) << strict.err;
+}
+
+}  // namespace
