@@ -431,7 +431,16 @@ int run_min_gpus(plan_run& r) {
 int run_suggest(plan_run& r) {
   std::vector<recipe> recipes;
   for (const auto& name : r.o.recipes) recipes.push_back(load_recipe(name));
-  const auto s = suggest_across(r.p, r.axes, r.o.costs, *r.o.gpus, recipes, r.o.allow_offload);
+  // A table of the first --top rows builds their breakdowns alone (all ranked); --json, --csv, --top 0: every one.
+  const auto top = static_cast<std::size_t>(r.o.top);
+  std::function<std::vector<std::size_t>(const suggestion&)> rows;
+  std::optional<suggest_rows> chosen;  // the table's rows, found once for the selection and the table
+  if (top > 0 && r.json_path.empty() && r.csv_path.empty())
+    rows = [&](const suggestion& ranked) {
+      chosen = suggest_text_rows(ranked, top);
+      return chosen->rows;
+    };
+  const auto s = suggest_across(r.p, r.axes, r.o.costs, *r.o.gpus, recipes, r.o.allow_offload, rows);
   std::optional<advice> why_not;
   const launch_pins pins = pinned_by_launch(r.o, r.p);
   if (s.fitting.empty())
@@ -446,7 +455,7 @@ int run_suggest(plan_run& r) {
   }
   if (!r.csv_path.empty()) r.outs.add(r.csv_path, [&](std::ostream& out) { write_suggest_csv(out, r.p, s); });
   std::ostringstream text;
-  write_suggest_text(text, r.p, s, static_cast<std::size_t>(r.o.top), pins.values, pins.names);
+  write_suggest_text(text, r.p, s, top, pins.values, pins.names, chosen ? &*chosen : nullptr);
   if (why_not) text << advice_text(*why_not);
   if (!r.o.freed.empty() && !s.fitting.empty()) {
     const std::string edit = launch_edit(r.o, s.fitting.front().where, s.fitting.front().micro_batch);

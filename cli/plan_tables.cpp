@@ -15,8 +15,10 @@ namespace headroom::cli {
 
 namespace {
 
-// Returns the axes of a candidate: the layout's, plus " mb=B" when the search chose the micro-batch.
-std::string candidate_axes(const candidate& c, bool micro_batch_searched, const suggestion* across = nullptr) {
+// Returns the axes of a candidate (or a ranked_fit): the layout's, plus " mb=B" when the search chose the
+// micro-batch.
+template <class Row>
+std::string candidate_axes(const Row& c, bool micro_batch_searched, const suggestion* across = nullptr) {
   std::string a = axes_string(c.where);
   if (micro_batch_searched) a += " mb=" + std::to_string(c.micro_batch);
   if (across && !across->recipes.empty())
@@ -30,34 +32,63 @@ std::string assumed_capacity(const problem& p) {
                                    : "";
 }
 
-// Returns the rows of s.fitting a ranking lists, in its order, and counts in `hidden` those it leaves out: a
-// layout whose same axes, recompute and recipe under a higher ZeRO stage cost no more, move no more
-// data-parallel bytes and leave at least its headroom (DDP, ZeRO-1 and ZeRO-2 of one layout cost the same, so
-// only the one with the most headroom is listed; ZeRO-3, which moves more, stays beside it). A row the user
-// could not tell apart from one above by anything but less headroom is not a choice.
-std::vector<std::size_t> undominated_rows(const suggestion& s, std::size_t& hidden) {
+// Returns the rows of `ranked` (s's fitting layouts, ranked) a ranking lists, in its order, and counts in
+// `hidden` those it leaves out: a layout whose same axes, recompute and recipe under a higher ZeRO stage cost
+// no more, move no more data-parallel bytes and leave at least its headroom (DDP, ZeRO-1 and ZeRO-2 of one
+// layout cost the same, so only the one with the most headroom is listed; ZeRO-3, which moves more, stays
+// beside it). A row the user could not tell apart from one above by anything but less headroom is not a
+// choice.
+std::vector<std::size_t> undominated_rows(const suggestion& s, const std::vector<ranked_fit>& ranked,
+                                          std::size_t& hidden) {
   std::map<std::string, std::vector<std::size_t>> by_layout;  // the layout's text but its ZeRO stage
-  for (std::size_t i = 0; i < s.fitting.size(); ++i) {
-    const auto& c = s.fitting[i];
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto& c = ranked[i];
     by_layout[candidate_axes(c, s.micro_batch_searched, &s) + "|" + to_string(c.where.recompute) + "|" +
               (c.where.offload_optimizer ? "o" : "") + (c.where.offload_params ? "p" : "")]
         .push_back(i);
   }
-  std::vector<bool> keep(s.fitting.size(), true);
+  std::vector<bool> keep(ranked.size(), true);
   for (const auto& [key, rows] : by_layout)
     for (const std::size_t i : rows)
       for (const std::size_t j : rows) {
-        const candidate &a = s.fitting[i], &b = s.fitting[j];
+        const ranked_fit &a = ranked[i], &b = ranked[j];
         if (b.where.zero > a.where.zero && b.cost.total <= a.cost.total + 1e-12 &&
-            b.cost.dp_bytes <= a.cost.dp_bytes && b.worst.headroom >= a.worst.headroom &&
-            (!b.tight || a.tight))
+            b.cost.dp_bytes <= a.cost.dp_bytes && b.headroom >= a.headroom && (!b.tight || a.tight))
           keep[i] = false;
       }
   std::vector<std::size_t> rows;
-  for (std::size_t i = 0; i < s.fitting.size(); ++i)
+  for (std::size_t i = 0; i < ranked.size(); ++i)
     if (keep[i]) rows.push_back(i);
-  hidden = s.fitting.size() - rows.size();
+  hidden = ranked.size() - rows.size();
   return rows;
+}
+
+suggest_rows rows_of(const suggestion& s, const std::vector<ranked_fit>& all, std::size_t top) {
+  suggest_rows t;
+  t.ranked = undominated_rows(s, all, t.hidden);
+  t.n = top == 0 ? t.ranked.size() : std::min(top, t.ranked.size());
+  std::vector<std::string> shown;
+  for (std::size_t r = 0; r < t.ranked.size(); ++r) {
+    const std::string name = strategy_name(all[t.ranked[r]].where);
+    const bool new_strategy = std::find(shown.begin(), shown.end(), name) == shown.end();
+    if (r >= t.n && !new_strategy) continue;
+    if (new_strategy) shown.push_back(name);
+    t.rows.push_back(t.ranked[r]);
+  }
+  t.first_below = t.n < t.ranked.size() ? t.ranked[t.n] : all.size();
+  return t;
+}
+
+// Returns s.ranked, or (where suggest_across built every fitting layout) the same rows from s.fitting into
+// `own`.
+const std::vector<ranked_fit>& ranked_of(const suggestion& s, std::vector<ranked_fit>& own) {
+  if (!s.ranked.empty() || s.fitting.empty()) return s.ranked;
+  own.reserve(s.fitting.size());
+  for (std::size_t i = 0; i < s.fitting.size(); ++i) {
+    const candidate& c = s.fitting[i];
+    own.push_back({c.where, c.micro_batch, c.cost, c.worst.headroom, c.tight, c.recipe, static_cast<std::int64_t>(i)});
+  }
+  return own;
 }
 
 // Returns a search table's columns (tables.hpp, columns_for) for the rows it lists, `rows` of s.fitting, the
@@ -265,43 +296,44 @@ std::string held_by_launch(const std::string& held) {
 }
 }  // namespace
 
+suggest_rows suggest_text_rows(const suggestion& s, std::size_t top) {
+  return rows_of(s, s.ranked, top);
+}
+
 void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top,
-                        const std::string& held, const std::string& search) {
+                        const std::string& held, const std::string& search, const suggest_rows* chosen) {
+  std::vector<ranked_fit> own;
+  const std::vector<ranked_fit>& all = ranked_of(s, own);  // every fitting layout; s.fitting the rows built
   o << "headroom plan --suggest: " << printable(p.model.name) << " on " << s.gpus << " GPUs" << assumed_capacity(p)
     << ", seq "
     << p.training.seq << ", " << micro_batch_phrase(p, s) << ", " << printable(p.precision.name) << "; "
-    << s.evaluated << " layouts evaluated, " << s.fitting.size() << " fit\n";
+    << s.evaluated << " layouts evaluated, " << all.size() << " fit\n";
   o << "predicted by the analytic model (not measured); GiB per GPU, worst rank; cost = extra step time "
        "(recompute, bubble, exposed communication)\n\n";
-  std::size_t hidden = 0;
-  const std::vector<std::size_t> ranked = undominated_rows(s, hidden);
-  const std::size_t n = top == 0 ? ranked.size() : std::min(top, ranked.size());
-  // The first n rows, then below the cut the best layout of every strategy not shown yet, so the
-  // alternatives stay in view.
-  std::vector<std::size_t> rows;
-  std::vector<std::string> shown;
-  for (std::size_t r = 0; r < ranked.size(); ++r) {
-    const std::string name = strategy_name(s.fitting[ranked[r]].where);
-    const bool new_strategy = std::find(shown.begin(), shown.end(), name) == shown.end();
-    if (r >= n && !new_strategy) continue;
-    if (new_strategy) shown.push_back(name);
-    rows.push_back(ranked[r]);
+  const suggest_rows t = chosen ? *chosen : rows_of(s, all, top);
+  auto built = [&](std::size_t i) -> const candidate& {
+    return s.fitting.at(static_cast<std::size_t>(all[i].built));  // suggest_text_rows chose it: built
+  };
+  std::vector<layout> layouts;
+  std::vector<std::string> axes;
+  for (const std::size_t i : t.rows) {
+    layouts.push_back(all[i].where);
+    axes.push_back(candidate_axes(all[i], s.micro_batch_searched, &s));
   }
-  const std::size_t first_below = n < ranked.size() ? ranked[n] : s.fitting.size();
-  const table_columns aw = columns_of(s, rows, &s);
+  const table_columns aw = columns_for(layouts, axes, true);
   write_table_header(o, p, true, aw);
   write_table_rule(o, true, aw);
   bool peak = false, heading = false;
-  for (const std::size_t i : rows) {
-    if (i >= first_below && !heading) o << "best layout of each strategy not shown above:\n";
-    heading = heading || i >= first_below;
-    const auto& c = s.fitting[i];
+  for (const std::size_t i : t.rows) {
+    if (i >= t.first_below && !heading) o << "best layout of each strategy not shown above:\n";
+    heading = heading || i >= t.first_below;
+    const auto& c = built(i);
     peak =
         write_table_row(o, c.where, c.worst, &c.cost, candidate_axes(c, s.micro_batch_searched, &s), aw) || peak;
   }
   write_table_rule(o, true, aw);
   write_peak_note(o, peak);
-  if (s.fitting.empty()) {
+  if (all.empty()) {
     // The first line follows the bound (planner/advice.hpp): when state alone exceeds what the GPU leaves on
     // these GPUs, only more GPUs or less state per GPU help, never a shorter sequence or a smaller micro-batch.
     // The bound holds for every layout; any other verdict only for the axes a launch holds.
@@ -315,12 +347,12 @@ void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, 
     o << explain_nothing_fits(p, s);
     return;
   }
-  if (n < s.fitting.size())
-    o << s.fitting.size() << " layouts fit; the first " << n << " by cost are listed (--top 0 lists all)\n";
-  if (hidden > 0)
-    o << hidden << " of them not listed: a listed layout under a lower ZeRO stage, at the same cost with less "
-                   "headroom (--json lists every one)\n";
-  const auto& best = s.fitting[ranked.front()];
+  if (t.n < all.size())
+    o << all.size() << " layouts fit; the first " << t.n << " by cost are listed (--top 0 lists all)\n";
+  if (t.hidden > 0)
+    o << t.hidden << " of them not listed: a listed layout under a lower ZeRO stage, at the same cost with less "
+                     "headroom (--json lists every one)\n";
+  const auto& best = built(t.ranked.front());
   o << "first: " << strategy_name(best.where) << " (" << candidate_axes(best, s.micro_batch_searched, &s)
     << "): recompute " << pct(best.cost.recompute) << ", bubble " << pct(best.cost.bubble) << ", tp traffic "
     << pct(best.cost.tp_comm) << ", pp traffic " << pct(best.cost.pp_comm)

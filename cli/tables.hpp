@@ -80,10 +80,26 @@ std::string csv_field(const std::string& s);
 extern const char* const layout_csv_header;
 void layout_csv(std::ostream& o, const problem& p, const layout& l, std::int64_t micro_batch);
 
+// The rows a --suggest table lists, indices into the ranking (suggestion::ranked, or s.fitting where every
+// fitting layout was built): the first n undominated rows, then below the cut the best layout of every
+// strategy not shown yet, so the alternatives stay in view.
+struct suggest_rows {
+  std::vector<std::size_t> ranked;  // the rows a ranking lists (a lower ZeRO stage dominated: not listed)
+  std::size_t hidden = 0;           // rows the ranking leaves out
+  std::size_t n = 0;                // rows above the cut
+  std::vector<std::size_t> rows;    // the rows listed, in order
+  std::size_t first_below = 0;      // the first row below the cut (the ranking's size when none)
+};
+// Returns the rows write_suggest_text lists with `top` (0 = all) over s.ranked (suggest_across with a
+// selection): the selection that builds them.
+suggest_rows suggest_text_rows(const suggestion& s, std::size_t top);
+
 // --suggest: heading, ranked table (top `top`, 0 = all), "nothing fits" and the proof. `held` ("tp 1 and pp
 // 1"): the axes a launch fixes, which the verdict is conditional on and --search `search` frees ("": none).
+// `chosen`: the rows suggest_text_rows gave for this `top`, found once (else found here).
 void write_suggest_text(std::ostream& o, const problem& p, const suggestion& s, std::size_t top,
-                        const std::string& held = "", const std::string& search = "");
+                        const std::string& held = "", const std::string& search = "",
+                        const suggest_rows* chosen = nullptr);
 nlohmann::json suggest_json(const problem& p, const suggestion& s);
 void write_suggest_csv(std::ostream& o, const problem& p, const suggestion& s);
 

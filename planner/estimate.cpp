@@ -154,9 +154,9 @@ std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_para
 }
 
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
-                             const rank_params& on_rank) {
-  // Below ZeRO-3 without DeepSpeed's buckets nothing is in flight: answered before the shard degree's divisions.
-  if (l.zero == 0 || (l.zero < 3 && l.reduce_bucket == 0) || l.shard_degree() <= 1) return 0;
+                             const rank_params& on_rank, const layout_shares& sh) {
+  // Below ZeRO-3 without DeepSpeed's buckets nothing is in flight.
+  if (l.zero == 0 || (l.zero < 3 && l.reduce_bucket == 0) || sh.shard_degree <= 1) return 0;
   // DeepSpeed's buckets (0 unless a DeepSpeed config set them): the gradient reduce buckets in the
   // gradients' dtype.
   std::int64_t buckets = saturating_mul(l.reduce_bucket, p.precision.bytes_of(buffer_kind::grads));
@@ -225,7 +225,7 @@ layout_shares shares_of(const problem& p, const param_counts& pc, const layout& 
   sh.shard_degree = l.shard_degree();
   sh.expert_shard_degree = l.expert_shard_degree();
   sh.tokens = reserve_tokens(p, l);
-  sh.unsharded_grad = unsharded_layer_grad_bytes(p, pc, l);
+  sh.unsharded_grad = unsharded_layer_grad_bytes(p, pc, l, sh.shard_degree);
   return sh;
 }
 
@@ -234,7 +234,7 @@ stage_place place_of(const problem& p, const param_counts& pc, const layout& l, 
   s.stage = stage;
   s.layers = stage_layers(p, l, stage);
   s.moe_layers = stage_moe_layers(p, pc, l, stage, s.layers);
-  s.largest_chunk = largest_chunk_layers(p, l, stage);
+  s.largest_chunk = l.vpp <= 1 ? s.layers : largest_chunk_layers(p, l, stage);  // one chunk: the stage's layers
   s.first = stage == 0;
   s.last = stage == l.pp - 1;
   return s;
@@ -282,66 +282,105 @@ stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const a
   return evaluate_stage(p, pc, per_layer, peaks, l, place_of(p, pc, l, stage), shares_of(p, pc, l));
 }
 
-stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
-                               const peak_sums& peaks, const layout& l, const stage_place& place,
-                               const layout_shares& sh) {
-  stage_breakdown s;
-  s.stage = place.stage;
-  s.layers = place.layers;
-  s.moe_layers = place.moe_layers;
+namespace {
 
+// What a stage's figures are built from, found once: evaluate_stage spreads them over the breakdown,
+// stage_terms_of adds them up, and evaluate_worst keeps the worst candidate's for its breakdown.
+struct stage_pieces {
+  rank_params on_rank;
+  std::array<std::int64_t, max_recipe_buffers> buffers{};  // bytes on the GPU, per recipe buffer
+  std::int64_t by_kind[4] = {};                            // params, grads, master, optimizer bytes on the GPU
+  std::int64_t host_offload = 0;
+  std::int64_t persistent = 0;
+  std::int64_t transient = 0;
+  stage_activation_terms activations;
+  std::int64_t working_set = 0;
+};
+
+stage_pieces pieces_of(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                       const peak_sums& peaks, const layout& l, const stage_place& place, const layout_shares& sh) {
+  stage_pieces x;
   // Parameters this rank owns. A stated Ψ is spread evenly (as the reference case does); a derived one puts
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
-  const rank_params on_rank = stage_params_on_rank(p, pc, l, place.stage, s.layers, s.moe_layers);
-  s.params_on_rank = on_rank.total();
-  s.expert_params_on_rank = on_rank.expert;
-
+  x.on_rank = stage_params_on_rank(p, pc, l, place.stage, place.layers, place.moe_layers);
   const auto& bufs = p.precision.buffers;
   for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
     const auto& b = bufs[i];
-    const std::int64_t bytes = buffer_bytes(p.precision, i, l.zero, sh.shard_degree, sh.expert_shard_degree, on_rank);
+    const std::int64_t bytes =
+        buffer_bytes(p.precision, i, l.zero, sh.shard_degree, sh.expert_shard_degree, x.on_rank);
     if (offloaded(b, l)) {
-      s.host_offload += bytes;
+      x.host_offload += bytes;
       continue;
     }
-    s.buffer_bytes[i] = bytes;
-    (b.kind == buffer_kind::params  ? s.params
-     : b.kind == buffer_kind::grads ? s.grads
-     : b.kind == buffer_kind::master ? s.master
-                                     : s.optimizer) += bytes;
+    x.buffers[i] = bytes;
+    x.by_kind[b.kind == buffer_kind::params   ? 0
+              : b.kind == buffer_kind::grads  ? 1
+              : b.kind == buffer_kind::master ? 2
+                                              : 3] += bytes;
   }
-  s.persistent = s.params + s.grads + s.master + s.optimizer;
-
+  x.persistent = x.by_kind[0] + x.by_kind[1] + x.by_kind[2] + x.by_kind[3];
   // ZeRO-3 gathers whole layers before use: `units` in flight, divided by tp * pp as the reference case does.
   // Gathers stay inside one model chunk: the stage's layers / vpp. Without resharding after forward (FSDP),
   // every layer's gathered parameters stay until its backward: the stage's whole unsharded parameters.
-  s.transient = stage_transient(p, pc, l, place.largest_chunk, on_rank);
-  s.state = s.persistent + s.transient;
+  x.transient = stage_transient(p, pc, l, place.largest_chunk, x.on_rank, sh);
+  x.activations = stage_activations(p, pc, per_layer, peaks, l, place, sh);
+  x.working_set = stage_working_set(peaks, l, place, sh.unsharded_grad);
+  return x;
+}
 
-  const stage_activation_terms a = stage_activations(p, pc, per_layer, peaks, l, place, sh);
-  s.layer_activations = a.layer_activations;
-  s.moe_layer_activations = a.moe_layer_activations;
-  s.embedding_activations = a.embedding;
-  s.mtp_activations = a.mtp;
-  s.activations = a.activations;
-  if (place.last)
-    s.logits = logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
-                                      p.training.attention, p.precision.activation_bytes});
+stage_terms terms_of(const problem& p, const peak_sums& peaks, const stage_place& place, const stage_pieces& x) {
+  return {x.persistent, x.transient, x.activations.activations, x.working_set, place.last ? peaks.output_phase : 0,
+          p.device.allocator_workspaces};
+}
 
-  s.working_set = stage_working_set(peaks, l, place, sh.unsharded_grad);
-  s.output_phase = place.last ? peaks.output_phase : 0;
-  s.allocator_workspaces = p.device.allocator_workspaces;
+stage_breakdown breakdown_of(const problem& p, const peak_sums& peaks, const layout& l, const stage_place& place,
+                             const layout_shares& sh, const stage_pieces& x) {
+  const stage_activation_terms& a = x.activations;
+  const stage_terms terms = terms_of(p, peaks, place, x);
   // The verdict (stage_terms.hpp): step peak, reserve, both totals, headroom.
-  const stage_verdict v = judge(s.terms(), p.device, sh.tokens);
-  s.step_peak = v.step_peak;
-  s.fixed_overheads = p.device.fixed_overheads;
-  s.peak_total = v.peak_total;
-  s.reserve = v.reserve;
-  s.capacity = p.device.capacity;
-  s.total = v.total;
-  s.headroom = v.headroom;
-  s.fits = v.fits;
-  return s;
+  const stage_verdict v = judge(terms, p.device, sh.tokens);
+  // Every field named once (no zeroing of the whole breakdown first: this is per layout in evaluate_worst).
+  return {.stage = place.stage,
+          .layers = place.layers,
+          .moe_layers = place.moe_layers,
+          .params_on_rank = x.on_rank.total(),
+          .expert_params_on_rank = x.on_rank.expert,
+          .buffer_bytes = x.buffers,
+          .params = x.by_kind[0],
+          .grads = x.by_kind[1],
+          .master = x.by_kind[2],
+          .optimizer = x.by_kind[3],
+          .host_offload = x.host_offload,
+          .persistent = x.persistent,
+          .transient = x.transient,
+          .state = terms.state(),
+          .layer_activations = a.layer_activations,
+          .moe_layer_activations = a.moe_layer_activations,
+          .embedding_activations = a.embedding,
+          .mtp_activations = a.mtp,
+          .activations = a.activations,
+          .logits = place.last ? logits_bytes(p.model, {p.training.seq, p.training.micro_batch, l.tp, l.sp(), l.cp,
+                                                        p.training.attention, p.precision.activation_bytes})
+                               : 0,
+          .working_set = terms.working_set,
+          .output_phase = terms.output_phase,
+          .allocator_workspaces = terms.workspaces,
+          .step_peak = v.step_peak,
+          .fixed_overheads = p.device.fixed_overheads,
+          .peak_total = v.peak_total,
+          .reserve = v.reserve,
+          .total = v.total,
+          .capacity = p.device.capacity,
+          .headroom = v.headroom,
+          .fits = v.fits};
+}
+
+}  // namespace
+
+stage_breakdown evaluate_stage(const problem& p, const param_counts& pc, const activation_sums& per_layer,
+                               const peak_sums& peaks, const layout& l, const stage_place& place,
+                               const layout_shares& sh) {
+  return breakdown_of(p, peaks, l, place, sh, pieces_of(p, pc, per_layer, peaks, l, place, sh));
 }
 
 bool middle_stage_dominates(const problem& p, const param_counts& pc, const layout& l, const stage_place& a,
@@ -361,37 +400,40 @@ bool middle_stage_dominates(const problem& p, const param_counts& pc, const layo
 
 stage_terms stage_terms_of(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                            const peak_sums& peaks, const layout& l, const stage_place& place, const layout_shares& sh) {
-  const rank_params on_rank = stage_params_on_rank(p, pc, l, place.stage, place.layers, place.moe_layers);
-  return {persistent_bytes(p, l, on_rank, sh),
-          stage_transient(p, pc, l, place.largest_chunk, on_rank),
-          stage_activations(p, pc, per_layer, peaks, l, place, sh).activations,
-          stage_working_set(peaks, l, place, sh.unsharded_grad),
-          place.last ? peaks.output_phase : 0,
-          p.device.allocator_workspaces};
+  return terms_of(p, peaks, place, pieces_of(p, pc, per_layer, peaks, l, place, sh));
 }
 
 stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const activation_sums& per_layer,
                                const peak_sums& peaks, const layout& l) {
   const layout_shares sh = shares_of(p, pc, l);
-  // The stages' decisive totals from their terms, the full breakdown for the first largest alone.
+  // The stages' decisive totals from their terms, the full breakdown for the first largest alone, from the
+  // pieces its total was found from.
   stage_place worst;
+  stage_pieces pieces;
   std::int64_t most = 0;
   bool any = false;
   for_each_worst_candidate(p, pc, l, [&](const stage_place& place) {
-    if (l.pp == 1) {  // one stage: nothing to compare
-      worst = place;
-      return;
+    stage_pieces x = pieces_of(p, pc, per_layer, peaks, l, place, sh);
+    if (l.pp > 1) {  // one stage: nothing to compare
+      const std::int64_t d = terms_of(p, peaks, place, x).decisive_total(p.device, sh.tokens);
+      if (any && d <= most) return;
+      most = d;
+      any = true;
     }
-    const std::int64_t d = stage_terms_of(p, pc, per_layer, peaks, l, place, sh).decisive_total(p.device, sh.tokens);
-    if (!any || d > most) worst = place, most = d;
-    any = true;
+    worst = place;
+    pieces = x;
   });
-  return evaluate_stage(p, pc, per_layer, peaks, l, worst, sh);
+  return breakdown_of(p, peaks, l, worst, sh, pieces);
+}
+
+std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l,
+                                        int shard_degree) {
+  if (l.zero < 2 || shard_degree <= 1) return 0;
+  return layer_params_on_rank(pc, l).total() * p.precision.bytes_of(buffer_kind::grads);
 }
 
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l) {
-  if (l.zero < 2 || l.shard_degree() <= 1) return 0;
-  return layer_params_on_rank(pc, l).total() * p.precision.bytes_of(buffer_kind::grads);
+  return unsharded_layer_grad_bytes(p, pc, l, l.shard_degree());
 }
 
 breakdown estimate(const problem& p, const layout& l) {

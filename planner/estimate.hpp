@@ -172,9 +172,10 @@ std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_para
 // The same, with the shard degrees of `sh`.
 std::int64_t persistent_bytes(const problem& p, const layout& l, const rank_params& on_rank, const layout_shares& sh);
 // Returns the ZeRO-3 gather transient of a stage whose largest model chunk holds `chunk_layers` layers
-// (schedule.hpp largest_chunk_layers; the stage's layers with vpp = 1), in bytes (0 below ZeRO-3).
+// (schedule.hpp largest_chunk_layers; the stage's layers with vpp = 1), in bytes (0 below ZeRO-3); `sh` gives
+// the shard degree.
 std::int64_t stage_transient(const problem& p, const param_counts& pc, const layout& l, std::int64_t chunk_layers,
-                             const rank_params& on_rank);
+                             const rank_params& on_rank, const layout_shares& sh);
 // Returns the bytes a stage keeps of activations for its layers: chunks in flight x (dense layers x the dense
 // layer's bytes + MoE layers x the MoE layer's bytes) / vpp under recompute mode `r`. Under full_every_N a
 // dense chunk of n layers keeps n - n/N layers whole and n/N layer inputs (activation_sums::layered_bytes).
@@ -287,6 +288,9 @@ stage_breakdown evaluate_worst(const problem& p, const param_counts& pc, const a
 // Returns the bytes of the heaviest layer's unsharded parameter gradients on the rank that exist before
 // reduce-scatter (ZeRO >= 2 with more than one shard), else 0.
 std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l);
+// The same, with the layout's shard degree given (layout::shard_degree).
+std::int64_t unsharded_layer_grad_bytes(const problem& p, const param_counts& pc, const layout& l,
+                                        int shard_degree);
 
 // Validates `l` against `p` and returns every stage's breakdown. Throws bad_input.
 breakdown estimate(const problem& p, const layout& l);

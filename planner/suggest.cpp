@@ -233,10 +233,10 @@ bool layout_search::visit_states(search_point& x, const variant& v, const pipeli
     if (!m_state.applies(z, state_axes)) continue;
     m_state.apply(z, x);
     if (!m_state.rules_hold(p, l)) continue;
-    sh.unsharded_grad = unsharded_layer_grad_bytes(p, m_params, l);
+    sh.unsharded_grad = unsharded_layer_grad_bytes(p, m_params, l, sh.shard_degree);
     for (std::size_t i = 0; i < n; ++i) {
       w.persistent[i] = persistent_bytes(p, l, w.on_rank[i], sh);
-      w.transient[i] = stage_transient(p, m_params, l, places[i].largest_chunk, w.on_rank[i]);
+      w.transient[i] = stage_transient(p, m_params, l, places[i].largest_chunk, w.on_rank[i], sh);
     }
     const std::uint64_t activation_axes = m_activation.applying(l);
     for (std::size_t r = 0; r < m_activation.size(); ++r) {
@@ -268,32 +268,32 @@ bool layout_search::visit_states(search_point& x, const variant& v, const pipeli
   return true;
 }
 
-suggestion layout_search::suggest(int gpus, std::size_t top) const {
+// A fitting layout as the ranking sees it: the figures the order needs, and where its breakdown comes from
+// (the stage the search found the worst, and what the layout's stages share). The full breakdowns are made
+// once the order is known, for the rows wanted alone, with evaluate_stage: the function estimate() builds
+// `plan`'s stages with.
+struct layout_search::fit_record {
+  layout where;
+  const variant* v = nullptr;
+  const stage_place* place = nullptr;
+  layout_shares shares;
+  layout_cost cost;
+  std::int64_t decisive = INT64_MAX;
+  std::int64_t micro_batch = 0;
+  std::int64_t seen = 0;  // its place in the enumeration: equal figures keep that order
+  bool tight = false;
+};
+
+layout_search::ranking layout_search::rank(int gpus, std::size_t top, suggestion& s) const {
   if (gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(gpus));
-  suggestion s;
   s.gpus = gpus;
   s.bound = bound_for(m_problem, gpus, m_axes.offload_optimizer, m_axes.offload_params);
   s.space = m_space;
   s.micro_batch_searched = micro_batch_searched();
   s.vpp_searched = !m_axes.vpp;
-  // A fitting layout as the ranking sees it: the figures the order needs, and where its breakdown comes
-  // from (the stage the search found the worst, and what the layout's stages share). The full breakdowns
-  // are made once the order is known, for the first `top` alone, with evaluate_stage: the function
-  // estimate() builds `plan`'s stages with.
-  struct record {
-    layout where;
-    const variant* v = nullptr;
-    const stage_place* place = nullptr;
-    layout_shares shares;
-    layout_cost cost;
-    std::int64_t decisive = INT64_MAX;
-    std::int64_t micro_batch = 0;
-    std::int64_t seen = 0;  // its place in the enumeration: equal figures keep that order
-    bool tight = false;
-  };
   // The order: not tight first, then by cost, dp bytes, headroom (the capacity less the decisive total: one
   // capacity for every layout here), the smaller micro-batch, and the enumeration's order.
-  auto before = [](const record& a, const record& b) {
+  auto before = [](const fit_record& a, const fit_record& b) {
     if (a.tight != b.tight) return !a.tight;
     if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
     if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
@@ -302,8 +302,8 @@ suggestion layout_search::suggest(int gpus, std::size_t top) const {
     return a.seen < b.seen;
   };
   const std::int64_t capacity = m_problem.device.capacity;
-  std::vector<record> fits;  // every fitting layout, or at most 2 x top of them: the best, by `before`
-  record smallest;           // the smallest total seen, fitting or not
+  std::vector<fit_record> fits;  // every fitting layout, or at most 2 x top of them: the best, by `before`
+  fit_record smallest;           // the smallest total seen, fitting or not
   for_each_layout(gpus, false, [&](const layout& l, const variant& v, const fast_total& t) {
     if (t.decisive < smallest.decisive) smallest = {l, &v, t.worst, *t.shares, {}, t.decisive, 0, 0, false};
     if (t.fits) {
@@ -319,23 +319,33 @@ suggestion layout_search::suggest(int gpus, std::size_t top) const {
     ++s.evaluated;
     return true;
   });
-  auto candidate_of = [&](const record& r) {
-    const problem& p = m_problems[r.v->problem];
-    candidate c{r.where, p.training.micro_batch,
-                evaluate_stage(p, m_params, r.v->sums, r.v->peaks, r.where, *r.place, r.shares), r.cost, false};
-    c.tight = c.worst.tight();
-    return c;
-  };
   if (smallest.v) s.smallest = candidate_of(smallest);
   if (fits.size() > top) {
     std::nth_element(fits.begin(), fits.begin() + static_cast<std::ptrdiff_t>(top), fits.end(), before);
     fits.resize(top);
   }
-  std::vector<std::uint32_t> order(fits.size());  // sorted through an index: records are large
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
-  std::sort(order.begin(), order.end(), [&](std::uint32_t i, std::uint32_t j) { return before(fits[i], fits[j]); });
-  s.fitting.reserve(fits.size());
-  for (const std::uint32_t i : order) s.fitting.push_back(candidate_of(fits[i]));
+  ranking r;
+  r.order.resize(fits.size());  // sorted through an index: records are large
+  for (std::size_t i = 0; i < r.order.size(); ++i) r.order[i] = static_cast<std::uint32_t>(i);
+  std::sort(r.order.begin(), r.order.end(),
+            [&](std::uint32_t i, std::uint32_t j) { return before(fits[i], fits[j]); });
+  r.records = std::move(fits);
+  return r;
+}
+
+candidate layout_search::candidate_of(const fit_record& r) const {
+  const problem& p = m_problems[r.v->problem];
+  candidate c{r.where, p.training.micro_batch,
+              evaluate_stage(p, m_params, r.v->sums, r.v->peaks, r.where, *r.place, r.shares), r.cost, false};
+  c.tight = c.worst.tight();
+  return c;
+}
+
+suggestion layout_search::suggest(int gpus, std::size_t top) const {
+  suggestion s;
+  const ranking r = rank(gpus, top, s);
+  s.fitting.reserve(r.order.size());
+  for (const std::uint32_t i : r.order) s.fitting.push_back(candidate_of(r.records[i]));
   return s;
 }
 
@@ -353,7 +363,8 @@ bool layout_search::any_fits(int gpus, std::int64_t& evaluated) const {
 }
 
 suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
-                          const std::vector<recipe>& recipes, bool allow_offload) {
+                          const std::vector<recipe>& recipes, bool allow_offload,
+                          const std::function<std::vector<std::size_t>(const suggestion&)>& select) {
   std::vector<recipe> searched{p.precision};
   for (const auto& r : recipes) {
     if (r.name.empty()) throw bad_input("recipes", "a recipe without a name cannot be told apart in the ranking");
@@ -365,9 +376,16 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
   }
   std::vector<bool> offloads{axes.offload_optimizer};
   if (allow_offload && !axes.offload_optimizer) offloads.push_back(true);
+  // Every search is ranked first (records, no breakdown); the breakdowns are built once the rows are known,
+  // while the searches their records point into are alive.
+  struct one_search {
+    layout_search search;
+    layout_search::ranking ranking;
+    int recipe = 0;
+  };
+  std::vector<one_search> runs;
+  runs.reserve(searched.size() * offloads.size());
   suggestion all;
-  bool first = true;
-  int searches = 0;
   for (std::size_t i = 0; i < searched.size(); ++i) {
     for (const bool offload : offloads) {
       problem q = p;
@@ -376,12 +394,11 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
       a.offload_optimizer = offload;
       // A recipe runs only at its framework's ZeRO stages: a fixed stage outside them skips the recipe.
       if (a.zero && (*a.zero < q.precision.lowest_zero() || *a.zero > q.precision.highest_zero())) continue;
-      suggestion s = layout_search(q, a, costs).suggest(gpus);
-      ++searches;
-      for (auto& c : s.fitting) c.recipe = static_cast<int>(i);
-      if (first) {
+      runs.push_back({layout_search(q, a, costs), {}, static_cast<int>(i)});
+      suggestion s;
+      runs.back().ranking = runs.back().search.rank(gpus, SIZE_MAX, s);
+      if (runs.size() == 1) {
         all = std::move(s);
-        first = false;
         continue;
       }
       all.evaluated += s.evaluated;
@@ -390,20 +407,50 @@ suggestion suggest_across(const problem& p, const search_axes& axes, const cost_
         all.smallest = std::move(s.smallest);
         all.smallest->recipe = static_cast<int>(i);
       }
-      for (auto& c : s.fitting) all.fitting.push_back(std::move(c));
     }
   }
   if (searched.size() > 1) all.recipes = searched;
   all.offload_searched = offloads.size() > 1;
-  if (searches > 1)  // one search's ranking is already this order (one offload throughout)
-    std::stable_sort(all.fitting.begin(), all.fitting.end(), [](const candidate& a, const candidate& b) {
+  // The rows: each search's ranking in turn, then (more than one search) one order over them.
+  struct row {
+    const one_search* run;
+    const layout_search::fit_record* record;
+  };
+  std::vector<row> rows;
+  for (const auto& run : runs)
+    for (const std::uint32_t i : run.ranking.order) rows.push_back({&run, &run.ranking.records[i]});
+  const std::int64_t capacity = p.device.capacity;
+  if (runs.size() > 1)  // one search's ranking is already this order (one offload throughout)
+    std::stable_sort(rows.begin(), rows.end(), [&](const row& x, const row& y) {
+      const auto &a = *x.record, &b = *y.record;
       if (a.tight != b.tight) return !a.tight;
       if (a.where.offload_optimizer != b.where.offload_optimizer) return !a.where.offload_optimizer;
       if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
       if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
-      if (a.worst.headroom != b.worst.headroom) return a.worst.headroom > b.worst.headroom;
+      if (a.decisive != b.decisive) return a.decisive < b.decisive;  // the larger headroom first
       return a.micro_batch < b.micro_batch;
     });
+  std::vector<std::size_t> wanted;
+  if (select) {
+    all.ranked.reserve(rows.size());
+    for (const row& r : rows)
+      all.ranked.push_back({r.record->where, r.record->micro_batch, r.record->cost, capacity - r.record->decisive,
+                            r.record->tight, r.run->recipe, -1});
+    wanted = select(all);
+    if (!rows.empty()) wanted.push_back(0);  // the first row: --explain and the launch's edit name it
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  } else {
+    wanted.resize(rows.size());
+    for (std::size_t i = 0; i < wanted.size(); ++i) wanted[i] = i;
+  }
+  all.fitting.reserve(wanted.size());
+  for (const std::size_t i : wanted) {
+    if (i >= rows.size()) throw std::out_of_range("suggest_across: a selected row beyond the ranking");
+    all.fitting.push_back(rows[i].run->search.candidate_of(*rows[i].record));
+    all.fitting.back().recipe = rows[i].run->recipe;
+    if (select) all.ranked[i].built = static_cast<std::int64_t>(all.fitting.size() - 1);
+  }
   return all;
 }
 

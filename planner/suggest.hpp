@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -37,10 +38,25 @@ struct state_bound {
   bool impossible = false;               // per_gpu > usable
 };
 
+// A fitting layout as the ranking sees it: what its place in the order (and a table's choice of rows) derives
+// from, without its breakdown.
+struct ranked_fit {
+  layout where;
+  std::int64_t micro_batch = 1;
+  layout_cost cost;
+  std::int64_t headroom = 0;  // bytes: the capacity less the worst stage's decisive total
+  bool tight = false;         // is_tight
+  int recipe = 0;             // as candidate::recipe
+  std::int64_t built = -1;    // its candidate's index in suggestion::fitting; -1 where none was built
+};
+
 struct suggestion {
   int gpus = 0;
   std::vector<candidate> fitting;     // ranked: not tight first, then by cost, dp bytes, headroom (the first
-                                      // `top` of them where suggest() was given one)
+                                      // `top` of them where suggest() was given one; the rows a selection
+                                      // chose where suggest_across was given one)
+  std::vector<ranked_fit> ranked;     // every fitting layout, ranked, where suggest_across was given a
+                                      // selection (else empty: `fitting` holds every one)
   std::int64_t fit = 0;               // layouts that fit: fitting.size() unless `top` held fewer
   std::optional<candidate> smallest;  // the smallest total seen, fitting or not
   std::int64_t evaluated = 0;         // layouts evaluated
@@ -105,6 +121,19 @@ class layout_search {
   };
   struct fast_total;
   struct scratch;
+  struct fit_record;
+  struct ranking {
+    std::vector<fit_record> records;
+    std::vector<std::uint32_t> order;  // indices into `records`, best first
+  };
+  // Enumerates the layouts on `gpus` and returns the fitting ones' records ranked (the first `top` of them),
+  // with s's counts, bound, space and smallest layout filled.
+  ranking rank(int gpus, std::size_t top, suggestion& s) const;
+  // Returns the candidate of record `r`, with its worst stage's full breakdown.
+  candidate candidate_of(const fit_record& r) const;
+  friend suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
+                                   const std::vector<recipe>& recipes, bool allow_offload,
+                                   const std::function<std::vector<std::size_t>(const suggestion&)>& select);
   void precompute_ledger(std::optional<bad_input>& first_error);
   void precompute_pipeline(std::optional<bad_input>& first_error);
   template <class Visit>
@@ -143,9 +172,13 @@ struct min_gpus_result {
 // problem's), and with optimizer offload as well as without when `allow_offload`: one ranking, in which
 // offloaded layouts come after every other layout that fits (the cost model does not price the host
 // optimizer step) and otherwise as suggest() ranks. The bound and the search space are those of the
-// problem's own recipe without offload. Throws bad_input.
+// problem's own recipe without offload. Every fitting layout gets its breakdown unless `select` is given: then
+// suggestion::ranked lists every one (ranked_fit) and `select`, given the suggestion with `ranked` filled,
+// returns the indices into it whose breakdowns to build (the first always is); `fitting` holds those alone, in
+// the ranking's order. Throws bad_input.
 suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
-                          const std::vector<recipe>& recipes, bool allow_offload);
+                          const std::vector<recipe>& recipes, bool allow_offload,
+                          const std::function<std::vector<std::size_t>(const suggestion&)>& select = {});
 
 // Searches N = ceil(strict bound), ... up to max_gpus; stops at once when the per-rank floor proves no N
 // can fit. Throws bad_input.

@@ -4,6 +4,7 @@
 // HSDP replicas, recompute modes, ZeRO stages, pipeline splits and calibrated reserves drawn at random.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <tuple>
@@ -101,7 +102,9 @@ void expect_same_stage(const stage_breakdown& got, const stage_breakdown& want, 
   EXPECT_EQ(got.master, want.master) << what;
   EXPECT_EQ(got.optimizer, want.optimizer) << what;
   EXPECT_EQ(got.host_offload, want.host_offload) << what;
+  EXPECT_EQ(got.persistent, want.persistent) << what;
   EXPECT_EQ(got.transient, want.transient) << what;
+  EXPECT_EQ(got.state, want.state) << what;
   EXPECT_EQ(got.layer_activations, want.layer_activations) << what;
   EXPECT_EQ(got.moe_layer_activations, want.moe_layer_activations) << what;
   EXPECT_EQ(got.embedding_activations, want.embedding_activations) << what;
@@ -110,7 +113,9 @@ void expect_same_stage(const stage_breakdown& got, const stage_breakdown& want, 
   EXPECT_EQ(got.logits, want.logits) << what;
   EXPECT_EQ(got.working_set, want.working_set) << what;
   EXPECT_EQ(got.output_phase, want.output_phase) << what;
+  EXPECT_EQ(got.allocator_workspaces, want.allocator_workspaces) << what;
   EXPECT_EQ(got.step_peak, want.step_peak) << what;
+  EXPECT_EQ(got.fixed_overheads, want.fixed_overheads) << what;
   EXPECT_EQ(got.peak_total, want.peak_total) << what;
   EXPECT_EQ(got.reserve, want.reserve) << what;
   EXPECT_EQ(got.total, want.total) << what;
@@ -141,6 +146,13 @@ void expect_agrees(const drawn& d, const std::string& what) {
     const stage_breakdown want = estimate(at, d.l).worst_stage();
     expect_same_stage(s.smallest->worst, want, what);
     if (!s.fitting.empty()) expect_same_stage(s.fitting.front().worst, want, what);
+    // evaluate_worst (one layout's breakdown from the stages that can be the worst, their pieces found once):
+    // plan's too.
+    const ledger_shape shape = shape_of(at, d.l);
+    expect_same_stage(evaluate_worst(at, count_params(at.model),
+                                     sum_ledger(layer_ledger(at.model, shape), at.training.recompute_modules),
+                                     sum_peaks(at.model, shape), d.l),
+                      want, what + " evaluate_worst");
     std::int64_t evaluated = 0;
     EXPECT_EQ(search.any_fits(d.l.gpus, evaluated), capacity == needed) << what;
   }
@@ -203,6 +215,64 @@ TEST(SearchAgrees, FreeMoeSearchReportsPlansFigures) {
   problem q = p;
   q.training.micro_batch = s.smallest->micro_batch;
   expect_same_stage(s.smallest->worst, estimate(q, s.smallest->where).worst_stage(), "smallest");
+}
+
+// The --suggest text table's path: suggest_across ranks every fitting layout (each recipe, with and without
+// offload) and builds the breakdowns of the rows a selection names alone. Its ranking is the one every
+// breakdown is built for, row for row, and each row it built is plan's worst stage.
+TEST(SearchAgrees, SelectedRowsOfEveryRecipeAreRankedAndBuiltAsPlanSays) {
+  problem p = test::preset_problem("mixtral-8x7b");
+  p.device.capacity = 80 * gib;
+  p.training.seq = 4096;
+  p.training.global_batch = 256;
+  search_axes axes;
+  axes.zero = 1;
+  const std::vector<recipe> recipes{load_recipe("bf16-adam8bit")};
+  const suggestion all = suggest_across(p, axes, {}, 32, recipes, true);
+  ASSERT_GT(all.fitting.size(), 100u);
+  ASSERT_TRUE(all.ranked.empty());
+  // Every 37th row, and the last: rows deep in the merged ranking.
+  auto every_37th = [](const suggestion& s) {
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 5; i < s.ranked.size(); i += 37) rows.push_back(i);
+    rows.push_back(s.ranked.size() - 1);
+    return rows;
+  };
+  const suggestion sel = suggest_across(p, axes, {}, 32, recipes, true, every_37th);
+  EXPECT_EQ(sel.fit, all.fit);
+  EXPECT_EQ(sel.evaluated, all.evaluated);
+  ASSERT_EQ(sel.ranked.size(), all.fitting.size());
+  std::size_t built = 0;
+  for (std::size_t i = 0; i < sel.ranked.size(); ++i) {
+    const ranked_fit& r = sel.ranked[i];
+    const candidate& c = all.fitting[i];
+    const std::string what = "row " + std::to_string(i) + " " + axes_string(c.where);
+    EXPECT_EQ(axes_string(r.where) + " zero " + std::to_string(r.where.zero) + " " + to_string(r.where.recompute) +
+                  (r.where.offload_optimizer ? " offload" : ""),
+              axes_string(c.where) + " zero " + std::to_string(c.where.zero) + " " + to_string(c.where.recompute) +
+                  (c.where.offload_optimizer ? " offload" : ""))
+        << what;
+    EXPECT_EQ(r.micro_batch, c.micro_batch) << what;
+    EXPECT_EQ(r.recipe, c.recipe) << what;
+    EXPECT_EQ(r.cost.total, c.cost.total) << what;
+    EXPECT_EQ(r.cost.dp_bytes, c.cost.dp_bytes) << what;
+    EXPECT_EQ(r.headroom, c.worst.headroom) << what;
+    EXPECT_EQ(r.tight, c.tight) << what;
+    const bool wanted = i == 0 || i == sel.ranked.size() - 1 || (i >= 5 && (i - 5) % 37 == 0);
+    ASSERT_EQ(r.built >= 0, wanted) << what;
+    if (!wanted) continue;
+    ASSERT_EQ(r.built, static_cast<std::int64_t>(built)) << what;  // built in the ranking's order
+    const candidate& b = sel.fitting[built++];
+    EXPECT_EQ(b.recipe, c.recipe) << what;
+    problem q = p;
+    q.precision = c.recipe == 0 ? p.precision : recipes[0];
+    q.training.micro_batch = b.micro_batch;
+    expect_same_stage(b.worst, estimate(q, b.where).worst_stage(), what);
+    expect_same_stage(b.worst, c.worst, what);
+  }
+  EXPECT_EQ(built, sel.fitting.size());
+  EXPECT_GT(std::count_if(sel.fitting.begin(), sel.fitting.end(), [](const candidate& c) { return c.recipe == 1; }),
+            0);
 }
 
 }  // namespace
