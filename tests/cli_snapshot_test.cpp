@@ -106,7 +106,7 @@ TEST(CliSnapshot, MalformedSidecarIsOneLineNamingTheField) {
       {"huge", nlohmann::json::json_pointer("/peaks/max_memory_reserved"), std::int64_t{1} << 50,
        "peaks.max_memory_reserved"},
       {"rank", nlohmann::json::json_pointer("/placement/rank"), -1, "placement.rank"},
-      {"gpu", nlohmann::json::json_pointer("/gpu"), "H200", "gpu: missing, or not an object"},
+      {"gpu", nlohmann::json::json_pointer("/gpu"), "H200", "gpu: must be an object"},
       {"kind", nlohmann::json::json_pointer("/problem/kind"), "yaml", "problem.kind"},
   };
   for (const auto& c : cases) {

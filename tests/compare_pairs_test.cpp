@@ -79,7 +79,8 @@ TEST(ComparePairs, RecordsOfAnotherProblemAreNeverOneCase) {
       {"--tp 2", "layout."},
       {"--zero 2", "layout.zero 3 -> 2"},
       {"--global-batch 64", "training.global_batch"},
-      {"--gpu-type h100-80gb", "device.capacity_bytes"},
+      // (Without --gpu-type the gpu cell's H100 80GB HBM3 is planned as h100-80gb: another total is another run.)
+      {"--gpu-mem 80", "device.capacity_bytes"},
   };
   const std::string base = pairs_records("base", {pairs_row("run", "", "30.0")});
   int i = 0;

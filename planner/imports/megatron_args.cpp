@@ -53,7 +53,7 @@ void megatron_reader::classify() {
       // default. One far from all is listed, as it may be a flag of a later Megatron.
       const std::string near = closest_name(name, megatron_flag_names());
       if (!near.empty() && name.size() > 2 && is_near_miss(name.substr(2), near.substr(2)))
-        throw bad_input(name, "unknown flag (did you mean '" + near +
+        throw bad_input(printable(name, 80), "unknown flag (did you mean '" + near +
                                   "'?): correct its spelling (Megatron's parse_args refuses it too)");
       m_out.unmodelled.push_back(printable(name, 80) + ": unknown flag, may change memory");
       continue;
@@ -165,7 +165,8 @@ launch_import megatron_reader::run() {
   } catch (const bad_input& e) {
     const std::string shown = shown_name(m_origin);
     if (e.field().starts_with(shown)) throw;
-    throw bad_input(shown + ": " + e.field(), std::string(e.what()).substr(e.field().size() + 2));
+    const std::string what = e.what(), head = e.field() + ": ";
+    throw bad_input(shown + ": " + e.field(), what.starts_with(head) ? what.substr(head.size()) : what);
   }
 }
 

@@ -80,22 +80,31 @@ bool optimizer_file(std::string_view file) {
 // Classifies each frame dict once (a trace shares a few thousand among all its events).
 class frame_flags {
  public:
-  explicit frame_flags(const pdoc& d) : m_doc(d), m_flags(d.nodes.size(), not_classified) {}
-  // Returns the bits of every frame of list `frames` (0 when none is recorded).
+  explicit frame_flags(const pdoc& d)
+      : m_doc(d), m_flags(d.nodes.size(), not_classified), m_lists(d.nodes.size(), not_classified) {}
+  // Returns the bits of every frame of list `frames` (0 when none is recorded). Each list is walked once: a
+  // trace may share one list of 300,000 frames among 100,000 allocations (tests/cli_readers_test.cpp).
   std::uint8_t of_list(std::uint32_t frames) {
     if (frames >= m_doc.nodes.size()) return 0;
+    if (m_lists[frames] != not_classified) return m_lists[frames];
     std::uint8_t f = 0;
     for (std::uint32_t k : m_doc.at(frames).kids) {
       if (k >= m_flags.size()) continue;
       if (m_flags[k] == not_classified) m_flags[k] = classify(k);
       f |= m_flags[k];
     }
-    return f;
+    return m_lists[frames] = f;
   }
   // Returns "MulBackward0 (autograd, C++)" for the first autograd node of list `frames` (a generated
-  // ...Backward node, or AccumulateGrad), or "".
-  std::string autograd_node(std::uint32_t frames) const {
+  // ...Backward node, or AccumulateGrad), or "". Each list is walked once.
+  std::string autograd_node(std::uint32_t frames) {
     if (frames >= m_doc.nodes.size()) return "";
+    if (const auto it = m_nodes.find(frames); it != m_nodes.end()) return it->second;
+    return m_nodes[frames] = first_autograd_node(frames);
+  }
+
+ private:
+  std::string first_autograd_node(std::uint32_t frames) const {
     for (std::uint32_t k : m_doc.at(frames).kids) {
       const auto name = text(k, "name");
       if (has(name, "torch::autograd::AccumulateGrad")) return "AccumulateGrad (autograd, C++)";
@@ -108,7 +117,6 @@ class frame_flags {
     return "";
   }
 
- private:
   std::string_view text(std::uint32_t f, const char* key) const {
     if (m_doc.at(f).k != pnode::kind::dict) return {};
     const auto v = m_doc.get(f, key);
@@ -136,7 +144,9 @@ class frame_flags {
     return r;
   }
   const pdoc& m_doc;
-  std::vector<std::uint8_t> m_flags;
+  std::vector<std::uint8_t> m_flags;                        // per frame dict
+  std::vector<std::uint8_t> m_lists;                        // per frames list: its frames' bits together
+  std::unordered_map<std::uint32_t, std::string> m_nodes;  // per frames list: its autograd node
 };
 
 snap_phase phase_of(std::uint8_t bits) {
@@ -191,7 +201,7 @@ snap_kind kind_of(const live_info& b, snap_phase phase, std::size_t run, const s
 }
 
 // The call site of a live block: its top user frame, else its autograd node, else what was recorded.
-std::string site_of(const live_info& b, const pdoc& doc, frame_namer& names, const frame_flags& flags) {
+std::string site_of(const live_info& b, const pdoc& doc, frame_namer& names, frame_flags& flags) {
   if (b.event == UINT32_MAX) return "(alive before recording)";
   if (const std::string& top = names.top(b.frames); !top.empty()) return top;
   if (std::string node = flags.autograd_node(b.frames); !node.empty()) return node;
