@@ -67,14 +67,23 @@ std::string deepspeed_key(std::string_view flag, const std::string& v) {
   return "";
 }
 
+// Returns the Megatron flag a change of `flag` must drop for the one it appends: a vpp change appends
+// --num-virtual-stages-per-pipeline-rank, which Megatron refuses beside the launch's own way of stating it
+// (`vpp_flag`, launch_import::vpp_flag; arguments.py takes one of the three). "" when none.
+std::string megatron_replaced(std::string_view flag, const std::string& vpp_flag) {
+  return flag == "--vpp" ? vpp_flag : "";
+}
+
 // Returns how a launch of `kind` changes setting `flag` to `v`, "" when it cannot state it (`pipelined`: the
-// layout it lands on has pp > 1).
-std::string change_in(launch_kind kind, std::string_view flag, const std::string& v, bool pipelined) {
+// layout it lands on has pp > 1; `vpp_flag`: how a Megatron launch states its vpp).
+std::string change_in(launch_kind kind, std::string_view flag, const std::string& v, bool pipelined,
+                      const std::string& vpp_flag) {
   if (kind == launch_kind::megatron) {
     if (const std::string a = megatron_absent(flag, v); !a.empty())
       return "drop " + a + " from --megatron-args";
-    const std::string m = megatron_flags(flag, v);
-    return m.empty() ? "" : "append " + m + " to --megatron-args";
+    const std::string m = megatron_flags(flag, v), gone = megatron_replaced(flag, vpp_flag);
+    if (m.empty()) return "";
+    return "append " + m + " to --megatron-args" + (gone.empty() ? "" : " and drop " + gone + " from it");
   }
   if (kind == launch_kind::torchtitan) {
     const std::string k = torchtitan_key(flag, v, pipelined);
@@ -94,7 +103,7 @@ launch_kind launch_of(const plan_options& o) {
 }
 
 std::string launch_change(const plan_options& o, std::string_view flag, std::string_view value) {
-  return change_in(launch_of(o), flag, std::string(value), o.pp > 1);
+  return change_in(launch_of(o), flag, std::string(value), o.pp > 1, o.megatron_vpp_flag);
 }
 
 std::string launch_changes(const plan_options& o,
@@ -108,12 +117,15 @@ std::string launch_changes(const plan_options& o,
     list += (list.empty() ? "" : sep) + item;
   };
   for (const auto& [flag, v] : settings) {
-    if (change_in(kind, flag, v, pipelined).empty())
+    if (change_in(kind, flag, v, pipelined, o.megatron_vpp_flag).empty())
       add(unstated, flag + " " + v, ", ");
     else if (kind == launch_kind::megatron && !megatron_absent(flag, v).empty())
       add(dropped, megatron_absent(flag, v), ", ");
-    else if (kind == launch_kind::megatron)
+    else if (kind == launch_kind::megatron) {
       add(appended, megatron_flags(flag, v), " ");
+      if (const std::string gone = megatron_replaced(flag, o.megatron_vpp_flag); !gone.empty())
+        add(dropped, gone, ", ");
+    }
     else if (kind == launch_kind::torchtitan)
       add(overrides, "--torchtitan-override " + torchtitan_key(flag, v, pipelined), " ");
     else
@@ -134,11 +146,12 @@ flag_spelling launch_spelling(const plan_options& o) {
   const std::vector<std::string> stated = o.imported;
   const launch_kind kind = launch_of(o);
   const bool pipelined = o.pp > 1;
-  return [stated, kind, pipelined](std::string_view flag, std::string_view value) -> std::string {
+  const std::string vpp_flag = o.megatron_vpp_flag;
+  return [stated, kind, pipelined, vpp_flag](std::string_view flag, std::string_view value) -> std::string {
     const std::string v(value);
     if (std::find(stated.begin(), stated.end(), flag) == stated.end())
       return v.empty() ? std::string(flag) : std::string(flag) + " " + v;
-    return change_in(kind, flag, v, pipelined);
+    return change_in(kind, flag, v, pipelined, vpp_flag);
   };
 }
 

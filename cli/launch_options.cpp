@@ -72,6 +72,7 @@ void merge(plan_options& o, const launch_import& imp) {
   take(o, imp, "--tp", o.tp, imp.tp);
   take(o, imp, "--pp", o.pp, imp.pp);
   take(o, imp, "--cp", o.cp, imp.cp);
+  if (!imp.vpp_flag.empty()) o.megatron_vpp_flag = imp.vpp_flag;  // before --vpp's check spells its change
   take(o, imp, "--vpp", o.vpp, imp.vpp);
   take(o, imp, "--ep", o.ep, imp.ep);
   if (imp.ep.value_or(1) > 1)

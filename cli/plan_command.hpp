@@ -51,6 +51,7 @@ struct plan_options {
   std::optional<std::int64_t> gradient_accumulation;  // --megatron-var NAME=VALUE: what a launcher sets before the text
   bool allow_unmodelled = false;
   std::vector<std::string> imported;  // options an importer set (given() counts them as given)
+  std::string megatron_vpp_flag;      // launch_import::vpp_flag: how a Megatron launch states its vpp
   bool imports_applied = false;       // apply_imports ran (only `plan` runs it; the others refuse importers)
   bool calibration_notes_in_output = false;  // `plan` prints the calibration's notes under its title
   std::int64_t reduce_bucket = 0, prefetch_bucket = 0;  // DeepSpeed's, from its config

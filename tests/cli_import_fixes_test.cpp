@@ -207,3 +207,26 @@ TEST(CliImportFixes, TorchtitanMicroBatchUnderAPipelineIsTheScheduleKey) {
 }
 
 }  // namespace
+
+namespace {
+
+// Megatron takes one of --pipeline-model-parallel-layout, --num-layers-per-virtual-pipeline-stage and
+// --num-virtual-stages-per-pipeline-rank (arguments.py): a vpp change under a launch stating vpp by layers per
+// virtual stage drops that flag for the one it appends, and the launch so changed plans the vpp asked for.
+TEST(CliImportFixes, AVppChangeDropsTheLaunchsOwnVppFlag) {
+  const std::string args = "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
+                           "--max-position-embeddings 4096 --vocab-size 32000 --micro-batch-size 1 "
+                           "--global-batch-size 64 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 2 ";
+  refused_with(run("plan --gpus 8 --megatron-args \"" + args + "--num-layers-per-virtual-pipeline-stage 4\" --vpp 2"),
+               "append --num-virtual-stages-per-pipeline-rank 2 to --megatron-args and drop "
+               "--num-layers-per-virtual-pipeline-stage from it");
+  const result changed = run("plan --gpus 8 --megatron-args \"" + args + "--num-virtual-stages-per-pipeline-rank 2\"");
+  planned(changed);
+  EXPECT_NE(changed.out.find("vpp=2"), std::string::npos) << changed.out;
+  // A launch stating vpp by the flag appended: nothing to drop.
+  const result same = run("plan --gpus 8 --megatron-args \"" + args + "--num-virtual-stages-per-pipeline-rank 4\" --vpp 2");
+  refused_with(same, "or append --num-virtual-stages-per-pipeline-rank 2 to --megatron-args");
+  EXPECT_EQ(same.err.find("and drop"), std::string::npos) << same.err;
+}
+
+}  // namespace

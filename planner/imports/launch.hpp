@@ -42,6 +42,10 @@ struct launch_import {
   std::optional<std::string> fp8;     // "delayed", "current", "blockwise", "mxfp8" (FP8 training requested)
   // Layout pieces the launch states (unset: not stated; the CLI's flags or defaults apply).
   std::optional<int> gpus, tp, pp, cp, vpp, ep, etp, dp, zero, dp_replicate;
+  // Megatron: the flag that states the virtual pipeline when it is not --num-virtual-stages-per-pipeline-rank
+  // ("--num-layers-per-virtual-pipeline-stage" or "--pipeline-model-parallel-layout"; Megatron takes one of the
+  // three, so a lever changing vpp drops it). "" otherwise.
+  std::string vpp_flag;
   std::optional<recompute_mode> recompute;
   std::vector<std::string> recompute_modules;  // Megatron's --recompute-modules, as named there
   std::optional<bool> sequence_parallel, offload_optimizer, offload_params, reshard_after_forward;

@@ -303,6 +303,8 @@ void megatron_reader::read_split() {
   const auto last = integer("--decoder-last-pipeline-num-layers", 0, 100'000);
   const bool emb = has("--account-for-embedding-in-pipeline-split"),
              loss = has("--account-for-loss-in-pipeline-split");
+  for (const char* f : {"--pipeline-model-parallel-layout", "--num-layers-per-virtual-pipeline-stage"})
+    if (has(f)) m_out.vpp_flag = f;
   if (const auto s = str("--pipeline-model-parallel-layout")) {
     if (first || last || emb || loss)
       throw bad_input("--pipeline-model-parallel-layout",
