@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <string>
 
+#include "planner/errors.hpp"
+#include "planner/model_files.hpp"
+
 namespace headroom::cli {
 
 namespace {
@@ -153,6 +156,20 @@ flag_spelling launch_spelling(const plan_options& o) {
       return v.empty() ? std::string(flag) : std::string(flag) + " " + v;
     return change_in(kind, flag, v, pipelined, vpp_flag);
   };
+}
+
+void rethrow_for_launch(const plan_options& o, const bad_input& e) {
+  const std::string flag = "--" + e.field();
+  if (launch_of(o) == launch_kind::none || std::find(o.imported.begin(), o.imported.end(), flag) == o.imported.end())
+    throw e;
+  const std::string file = !o.megatron_args.empty()     ? o.megatron_args
+                           : !o.torchtitan_config.empty() ? o.torchtitan_config
+                                                          : o.deepspeed_config;
+  const std::string what = e.what(), head = e.field() + ": ";
+  const std::string change = launch_change(o, flag, "N");
+  throw bad_input(shown_name(file) + ": " + e.field(),
+                  (what.starts_with(head) ? what.substr(head.size()) : what) + " (the launch's " + flag +
+                      "): plan another --gpus" + (change.empty() ? "" : ", or " + change));
 }
 
 }  // namespace headroom::cli

@@ -9,6 +9,7 @@
 
 #include "plan_command.hpp"
 #include "planner/advice.hpp"
+#include "planner/errors.hpp"
 
 namespace headroom::cli {
 
@@ -29,5 +30,10 @@ std::string launch_changes(const plan_options& o,
 enum class launch_kind { none, megatron, torchtitan, deepspeed };
 // Returns the launch `o` names (Megatron arguments first, as launch_change reads them), none without one.
 launch_kind launch_of(const plan_options& o);
+
+// Rethrows `e`; a refusal of a setting an imported launch states (planner/layout.cpp: ep not dividing the
+// ranks, a global batch the data-parallel ranks do not divide, ...) is rethrown naming the launch file and
+// how to change the setting there, as a refusal of a contradicting flag does (launch_options.cpp).
+[[noreturn]] void rethrow_for_launch(const plan_options& o, const bad_input& e);
 
 }  // namespace headroom::cli

@@ -215,20 +215,6 @@ recompute_mode recompute_from(const std::string& s) {
   return named<recompute_mode>(s, "recompute");
 }
 
-
-}  // namespace
-
-bool given(const plan_options& o, const char* name) {
-  if (std::find(o.imported.begin(), o.imported.end(), name) != o.imported.end()) return true;
-  return o.app && o.app->count(name) > 0;
-}
-
-bool hf_default_attention(const plan_options& o) {
-  return !o.hf_config.empty() && !given(o, "--attention");
-}
-
-namespace {
-
 // Sets `p`'s reserve (and fixed overheads) from --calibration: the calibration's, or the default with the
 // reason when its fit is too weak to use (calibrate/strength.hpp); --strict-calibration refuses a mismatch or
 // a weak fit. Nothing without --calibration.
@@ -259,6 +245,15 @@ void apply_calibration(const plan_options& o, problem& p) {
 }
 
 }  // namespace
+
+bool given(const plan_options& o, const char* name) {
+  if (std::find(o.imported.begin(), o.imported.end(), name) != o.imported.end()) return true;
+  return o.app && o.app->count(name) > 0;
+}
+
+bool hf_default_attention(const plan_options& o) {
+  return !o.hf_config.empty() && !given(o, "--attention");
+}
 
 problem problem_from(const plan_options& o) {
   if (!o.imports_applied && (!o.megatron_args.empty() || !o.deepspeed_config.empty() || !o.torchtitan_config.empty()))
@@ -589,12 +584,16 @@ int run_plan(const plan_options& options) {
     auto cal = calibrate::calibration_from_json(read_json_file(o.calibration), o.calibration);
     if (calibrate::weakness(cal).empty()) r.cal = std::move(cal);
   }
-  if (o.min_gpus) return run_min_gpus(r);
-  if (!o.gpus) throw bad_input("gpus", "missing (--gpus N), or use --min-gpus");
-  if (*o.gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(*o.gpus));
-  if (o.suggest) return run_suggest(r);
-  if (!o.max_fit.empty()) return run_plan_max_fit(r);
-  return run_one_layout(r);
+  try {
+    if (o.min_gpus) return run_min_gpus(r);
+    if (!o.gpus) throw bad_input("gpus", "missing (--gpus N), or use --min-gpus");
+    if (*o.gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(*o.gpus));
+    if (o.suggest) return run_suggest(r);
+    if (!o.max_fit.empty()) return run_plan_max_fit(r);
+    return run_one_layout(r);
+  } catch (const bad_input& e) {
+    rethrow_for_launch(o, e);
+  }
 }
 
 }  // namespace headroom::cli

@@ -230,3 +230,24 @@ TEST(CliImportFixes, AVppChangeDropsTheLaunchsOwnVppFlag) {
 }
 
 }  // namespace
+
+namespace {
+
+// A layout refusal of a setting the launch states (ep 8 does not divide 12 ranks: planner/layout.cpp) names the
+// launch file and how to change the setting there, in one line.
+TEST(CliImportFixes, ALayoutRefusalNamesTheLaunchAndItsChange) {
+  const std::string qwen =
+      "plan --megatron-args " + data + "/megatron/Qwen3-30B-A3B.yaml --megatron-var TP=1 --megatron-var PP=1 "
+      "--megatron-var EP=8 --megatron-var CP=1 --megatron-var LAYERS_PER_VP=false --megatron-var MBS=1 "
+      "--megatron-var GBS=256 --megatron-var SEQ_LEN=4096 --megatron-var MOE_TOKEN_DISPATCHER=alltoall "
+      "--megatron-var MOE_GROUPED_GEMM=true --gpu-type h100-80gb ";
+  refused_with(run(qwen + "--gpus 12"), "Qwen3-30B-A3B.yaml: ep: ep x expert tp = 8 does not divide dp*tp*cp = 12");
+  refused_with(run(qwen + "--gpus 12"),
+               "(the launch's --ep): plan another --gpus, or append --expert-model-parallel-size N to --megatron-args");
+  // Without a launch the planner's own line stands.
+  const result plain = run("plan --hf-config " + data + "/hf/qwen3-30b-a3b.json --gpus 12 --ep 8");
+  EXPECT_EQ(plain.status, 2);
+  EXPECT_EQ(plain.err.find("the launch's"), std::string::npos) << plain.err;
+}
+
+}  // namespace
