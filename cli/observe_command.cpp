@@ -3,6 +3,7 @@
 // options (plan_command.hpp), so a row says what a plan command line says.
 #include "observe_command.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -15,6 +16,7 @@
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
 #include "planner/gpu_types.hpp"
+#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "probes/io/results_file.hpp"
@@ -70,7 +72,19 @@ observe_case observe_row_case(const calibrate::observation_row& r, const std::st
   } catch (const CLI::Success&) {  // --help or --version: asks for text, describes no run
     throw bad_input(where, "--help and --version describe no run: give `headroom plan` flags of the run");
   } catch (const CLI::ParseError& e) {
-    throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200));
+    // A mistyped option: its nearest spelling, as the command line's own refusal gives it (cli/main.cpp).
+    std::vector<std::string> options;
+    for (const CLI::Option* opt : app.get_options())
+      for (const auto& n : opt->get_lnames()) options.push_back("--" + n);
+    std::string near;
+    for (std::size_t at = r.flags.find("--"); near.empty() && at != std::string::npos;
+         at = r.flags.find("--", at + 2)) {
+      const std::string word = r.flags.substr(at, r.flags.find_first_of(" =", at) - at);
+      if (word.size() > 2 && std::find(options.begin(), options.end(), word) == options.end())
+        if (const std::string best = detail::closest_name(word, options); !best.empty())
+          near = " (did you mean '" + best + "' for '" + printable(word, 40) + "'?)";
+    }
+    throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200) + near);
   }
   // A row whose flags name no GPU is planned on the one its gpu cell names, when the cell can be only one
   // type (planner/gpu_types.hpp device_name_may_be): its capacity, not the 192 GiB default.

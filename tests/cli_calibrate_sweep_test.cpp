@@ -146,3 +146,18 @@ TEST(CliCalibrateSweep, OutsideTheDomainSaysWhatWasUsed) {
 }
 
 }  // namespace
+
+namespace {
+
+// A mistyped option inside a row's problem gets its nearest spelling, as on the command line.
+TEST(CliCalibrateSweep, ObserveProblemTypoGetsDidYouMean) {
+  const std::string csv = scratch("typo.csv"), dir = scratch("typo.records");
+  std::ofstream(csv) << "name,problem,figure,value,unit\na,--preset llama3-8b --gpuss 8,reserved_peak,40,GiB\n";
+  const auto r = run("observe " + csv + " -o " + dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("row 1, column 'problem'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(did you mean '--gpus' for '--gpuss'?)"), std::string::npos) << r.err;
+}
+
+}  // namespace
