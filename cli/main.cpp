@@ -20,6 +20,7 @@
 #include "compare_command.hpp"
 #include "exit_codes.hpp"
 #include "one_line.hpp"
+#include "option_checks.hpp"
 #include "plan_command.hpp"
 #include "planner/errors.hpp"
 #include "planner/format.hpp"
@@ -109,9 +110,9 @@ std::string did_you_mean(CLI::App& app, int argc, char** argv) {
     sub = parsed.empty() ? nullptr : parsed.front();
   }
   std::vector<std::string> options, subcommands;
-  for (const CLI::Option* opt : at->get_options())
-    for (const auto& name : opt->get_lnames()) options.push_back("--" + name);
-  for (const CLI::App* sub : at->get_subcommands({})) subcommands.push_back(sub->get_name());
+  options = option_names(*at);
+  for (const CLI::App* sub : at->get_subcommands({}))
+    if (!dynamic_cast<const CLI::Option_group*>(sub)) subcommands.push_back(sub->get_name());
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.rfind("--", 0) == 0) {

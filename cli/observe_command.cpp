@@ -11,6 +11,7 @@
 #include "calibrate/observations.hpp"
 #include "exit_codes.hpp"
 #include "launch_options.hpp"
+#include "option_checks.hpp"
 #include "plan_command.hpp"
 #include "planner/errors.hpp"
 #include "planner/estimate.hpp"
@@ -73,9 +74,7 @@ observe_case observe_row_case(const calibrate::observation_row& r, const std::st
     throw bad_input(where, "--help and --version describe no run: give `headroom plan` flags of the run");
   } catch (const CLI::ParseError& e) {
     // A mistyped option: its nearest spelling, as the command line's own refusal gives it (cli/main.cpp).
-    std::vector<std::string> options;
-    for (const CLI::Option* opt : app.get_options())
-      for (const auto& n : opt->get_lnames()) options.push_back("--" + n);
+    const std::vector<std::string> options = option_names(app);
     std::string near;
     for (std::size_t at = r.flags.find("--"); near.empty() && at != std::string::npos;
          at = r.flags.find("--", at + 2)) {

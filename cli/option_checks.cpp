@@ -39,4 +39,14 @@ void check_options_apply(const plan_options& o, const problem& p) {
   }
 }
 
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options())
+    for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (dynamic_cast<const CLI::Option_group*>(sub))
+      for (auto& n : option_names(*sub)) names.push_back(std::move(n));
+  return names;
+}
+
 }  // namespace headroom::cli

@@ -10,4 +10,8 @@ namespace headroom::cli {
 // options that depend on another (issue 34, class E). Where an axis is searched (not given), its dependants are checked against what was given only.
 void check_options_apply(const plan_options& o, const problem& p);
 
+// Returns every long option name `app` takes ("--preset"), its option groups' included (CLI11 keeps a group's
+// options in the group, not in get_options()): what a did-you-mean compares a mistyped option with.
+std::vector<std::string> option_names(const CLI::App& app);
+
 }  // namespace headroom::cli

@@ -174,6 +174,8 @@ TEST(PlanCli, TyposGetDidYouMean) {
   EXPECT_NE(opt.err.find("did you mean '--tp'?"), std::string::npos) << opt.err;
   EXPECT_EQ(lines(opt.err), 1);
   EXPECT_EQ(run("plan --preset llama3-8b --gpus 8 --zzzzzzzz 2").err.find("did you mean"), std::string::npos);
+  // An option kept in an option group (plan's model group: --preset, --model, --hf-config) is named too.
+  EXPECT_NE(run("plan --presett llama3-8b --gpus 8").err.find("did you mean '--preset'?"), std::string::npos);
   // Words a command does not take are named in the order given (CLI11 lists them last first), with the command.
   const auto extra = run("plan --preset llama3-8b --gpus 8 first second");
   EXPECT_EQ(extra.status, 2);
