@@ -165,10 +165,9 @@ void rethrow_for_launch(const plan_options& o, const bad_input& e) {
   const std::string file = !o.megatron_args.empty()     ? o.megatron_args
                            : !o.torchtitan_config.empty() ? o.torchtitan_config
                                                           : o.deepspeed_config;
-  const std::string what = e.what(), head = e.field() + ": ";
   const std::string change = launch_change(o, flag, "N");
   throw bad_input(shown_name(file) + ": " + e.field(),
-                  (what.starts_with(head) ? what.substr(head.size()) : what) + " (the launch's " + flag +
+                  e.problem() + " (the launch's " + flag +
                       "): plan another --gpus" + (change.empty() ? "" : ", or " + change));
 }
 

@@ -116,12 +116,8 @@ std::string did_you_mean(CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.rfind("--", 0) == 0) {
-      // "--", "----", "--1": no option's name at all, so no option is "meant" (CLI11's own line stands).
-      if (word.size() < 3 || !std::isalpha(static_cast<unsigned char>(word[2]))) continue;
-      const std::string name = word.substr(0, word.find('='));
-      if (std::find(options.begin(), options.end(), name) != options.end()) continue;
-      const std::string best = detail::closest_name(name, options);
-      if (!best.empty()) return " (did you mean '" + best + "'?)";
+      if (const std::string best = meant_option(word, options); !best.empty())
+        return " (did you mean '" + best + "'?)";
     } else if (!subcommands.empty() && word[0] != '-') {
       const std::string best = detail::closest_name(word, subcommands);
       if (!best.empty() && best != word) return " (did you mean '" + best + "'?)";

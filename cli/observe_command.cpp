@@ -17,7 +17,6 @@
 #include "planner/estimate.hpp"
 #include "planner/format.hpp"
 #include "planner/gpu_types.hpp"
-#include "planner/json_fields.hpp"
 #include "planner/model_files.hpp"
 #include "planner/problem_json.hpp"
 #include "probes/io/results_file.hpp"
@@ -78,10 +77,9 @@ observe_case observe_row_case(const calibrate::observation_row& r, const std::st
     std::string near;
     for (std::size_t at = r.flags.find("--"); near.empty() && at != std::string::npos;
          at = r.flags.find("--", at + 2)) {
-      const std::string word = r.flags.substr(at, r.flags.find_first_of(" =", at) - at);
-      if (word.size() > 2 && std::find(options.begin(), options.end(), word) == options.end())
-        if (const std::string best = detail::closest_name(word, options); !best.empty())
-          near = " (did you mean '" + best + "' for '" + printable(word, 40) + "'?)";
+      const std::string word = r.flags.substr(at, r.flags.find(' ', at) - at);
+      if (const std::string best = meant_option(word, options); !best.empty())
+        near = " (did you mean '" + best + "' for '" + printable(word.substr(0, word.find('=')), 40) + "'?)";
     }
     throw bad_input(where, std::string("not `headroom plan` flags: ") + printable(e.what(), 200) + near);
   }

@@ -1,8 +1,12 @@
 // option_checks.cpp: options refused where they cannot apply (option_checks.hpp).
 #include "option_checks.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "launch_options.hpp"
 #include "planner/errors.hpp"
+#include "planner/json_fields.hpp"
 
 namespace headroom::cli {
 
@@ -37,6 +41,13 @@ void check_options_apply(const plan_options& o, const problem& p) {
                         "'" + name + "' is not a module of " + p.model.name + " (" + lacks + ")");
     }
   }
+}
+
+std::string meant_option(const std::string& word, const std::vector<std::string>& options) {
+  if (word.rfind("--", 0) != 0 || word.size() < 3 || !std::isalpha(static_cast<unsigned char>(word[2]))) return "";
+  const std::string name = word.substr(0, word.find('='));
+  if (std::find(options.begin(), options.end(), name) != options.end()) return "";
+  return detail::closest_name(name, options);
 }
 
 std::vector<std::string> option_names(const CLI::App& app) {

@@ -14,4 +14,9 @@ void check_options_apply(const plan_options& o, const problem& p);
 // options in the group, not in get_options()): what a did-you-mean compares a mistyped option with.
 std::vector<std::string> option_names(const CLI::App& app);
 
+// Returns the option among `options` that command-line word `word` ("--presett", "--gpuss=8") most likely
+// meant, or "" when it is no option's name at all ("--", "--1"), is itself an option, or is near none
+// (planner/json_fields.hpp closest_name).
+std::string meant_option(const std::string& word, const std::vector<std::string>& options);
+
 }  // namespace headroom::cli

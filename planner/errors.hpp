@@ -12,12 +12,15 @@ namespace headroom {
 // divide, a size that would overflow 64-bit byte counts. what() is "<field>: <problem>".
 class bad_input : public std::runtime_error {
  public:
-  bad_input(std::string field, const std::string& problem)
-      : std::runtime_error(field + ": " + problem), m_field(std::move(field)) {}
+  bad_input(std::string field, std::string problem)
+      : std::runtime_error(field + ": " + problem), m_field(std::move(field)), m_problem(std::move(problem)) {}
   const std::string& field() const noexcept { return m_field; }
+  // Returns what is wrong, without the field: what a caller that renames the field passes on (what() stops
+  // at a NUL the input held; this does not).
+  const std::string& problem() const noexcept { return m_problem; }
 
  private:
-  std::string m_field;
+  std::string m_field, m_problem;
 };
 
 namespace detail {

@@ -165,8 +165,7 @@ launch_import megatron_reader::run() {
   } catch (const bad_input& e) {
     const std::string shown = shown_name(m_origin);
     if (e.field().starts_with(shown)) throw;
-    const std::string what = e.what(), head = e.field() + ": ";
-    throw bad_input(shown + ": " + e.field(), what.starts_with(head) ? what.substr(head.size()) : what);
+    throw bad_input(shown + ": " + e.field(), e.problem());
   }
 }
 
