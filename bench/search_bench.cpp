@@ -135,6 +135,28 @@ void BM_SuggestMoeAxesTop20(benchmark::State& state) {
 }
 BENCHMARK(BM_SuggestMoeAxesTop20)->Arg(256)->Unit(benchmark::kMillisecond);
 
+// The same search as `plan --suggest` runs it (suggest_across): every fitting layout ranked and listed
+// (suggestion::ranked, which the table's choice of rows reads), the breakdowns of the first 20 alone built.
+void BM_SuggestAcrossMoeAxes(benchmark::State& state) {
+  const layout_search search = qwen3_every_axis();
+  auto first_rows = [](const suggestion& s) {
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < s.ranked.size() && i < 20; ++i) rows.push_back(i);
+    return rows;
+  };
+  std::int64_t evaluated = 0, fitting = 0;
+  for (auto _ : state) {
+    auto s = suggest_across(search.the_problem(), search.axes(), {}, static_cast<int>(state.range(0)), {},
+                            false, first_rows);
+    evaluated += s.evaluated;
+    fitting = s.fit;
+    benchmark::DoNotOptimize(s);
+  }
+  count_layouts(state, evaluated);
+  state.counters["fitting"] = static_cast<double>(fitting);
+}
+BENCHMARK(BM_SuggestAcrossMoeAxes)->Arg(256)->Unit(benchmark::kMillisecond);
+
 // The MoE search's inner loop alone: whether any layout fits, DeepSeek-V3 (every stage of its own layer
 // kinds) for every N from 1 to 1,024 and Qwen3-30B-A3B (every MoE axis, HSDP) from 1 to 256; at 80 GB
 // neither fits below a few hundred GPUs, so every layout of those N is evaluated.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "planner/explain.hpp"
 #include "planner/format.hpp"
@@ -38,24 +39,32 @@ std::string assumed_capacity(const problem& p) {
 // layout cost the same, so only the one with the most headroom is listed; ZeRO-3, which moves more, stays
 // beside it). A row the user could not tell apart from one above by anything but less headroom is not a
 // choice.
-std::vector<std::size_t> undominated_rows(const suggestion& s, const std::vector<ranked_fit>& ranked,
+std::vector<std::size_t> undominated_rows(const suggestion&, const std::vector<ranked_fit>& ranked,
                                           std::size_t& hidden) {
-  std::map<std::string, std::vector<std::size_t>> by_layout;  // the layout's text but its ZeRO stage
-  for (std::size_t i = 0; i < ranked.size(); ++i) {
-    const auto& c = ranked[i];
-    by_layout[candidate_axes(c, s.micro_batch_searched, &s) + "|" + to_string(c.where.recompute) + "|" +
-              (c.where.offload_optimizer ? "o" : "") + (c.where.offload_params ? "p" : "")]
-        .push_back(i);
-  }
+  // The layout but its ZeRO stage, by what each axis means (etp unset and etp = tp are one layout, as their
+  // text is): the rows grouped by it, in one sort of their keys rather than a table of strings (a search
+  // lists tens of thousands).
+  auto key = [&](std::size_t i) {
+    const ranked_fit& c = ranked[i];
+    const layout& l = c.where;
+    return std::make_tuple(l.tp, l.pp, l.dp(), l.cp, l.vpp, l.sp(), l.ep, l.expert_tp(), l.dp_replicate,
+                           c.micro_batch, c.recipe, l.recompute, l.offload_optimizer, l.offload_params);
+  };
+  using key_type = decltype(key(0));
+  std::vector<std::pair<key_type, std::size_t>> keyed(ranked.size());
+  for (std::size_t i = 0; i < ranked.size(); ++i) keyed[i] = {key(i), i};
+  std::sort(keyed.begin(), keyed.end());
   std::vector<bool> keep(ranked.size(), true);
-  for (const auto& [key, rows] : by_layout)
-    for (const std::size_t i : rows)
-      for (const std::size_t j : rows) {
-        const ranked_fit &a = ranked[i], &b = ranked[j];
+  for (std::size_t first = 0, end = 0; first < keyed.size(); first = end) {
+    for (end = first + 1; end < keyed.size() && keyed[end].first == keyed[first].first;) ++end;
+    for (std::size_t x = first; x < end; ++x)
+      for (std::size_t y = first; y < end; ++y) {
+        const ranked_fit &a = ranked[keyed[x].second], &b = ranked[keyed[y].second];
         if (b.where.zero > a.where.zero && b.cost.total <= a.cost.total + 1e-12 &&
             b.cost.dp_bytes <= a.cost.dp_bytes && b.headroom >= a.headroom && (!b.tight || a.tight))
-          keep[i] = false;
+          keep[keyed[x].second] = false;
       }
+  }
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < ranked.size(); ++i)
     if (keep[i]) rows.push_back(i);
@@ -68,9 +77,18 @@ suggest_rows rows_of(const suggestion& s, const std::vector<ranked_fit>& all, st
   t.ranked = undominated_rows(s, all, t.hidden);
   t.n = top == 0 ? t.ranked.size() : std::min(top, t.ranked.size());
   std::vector<std::string> shown;
+  // strategy_name reads the ZeRO stage, whether data parallelism shards at all, the offloads and the
+  // recompute mode: a row with those of a row before it has a name already shown, found without writing it.
+  std::vector<std::tuple<int, bool, bool, bool, recompute_mode>> named;
   for (std::size_t r = 0; r < t.ranked.size(); ++r) {
-    const std::string name = strategy_name(all[t.ranked[r]].where);
-    const bool new_strategy = std::find(shown.begin(), shown.end(), name) == shown.end();
+    const layout& l = all[t.ranked[r]].where;
+    const auto inputs =
+        std::make_tuple(l.zero, l.shard_degree() > 1, l.offload_optimizer, l.offload_params, l.recompute);
+    const bool seen = std::find(named.begin(), named.end(), inputs) != named.end();
+    if (r >= t.n && seen) continue;
+    if (!seen) named.push_back(inputs);
+    const std::string name = strategy_name(l);
+    const bool new_strategy = !seen && std::find(shown.begin(), shown.end(), name) == shown.end();
     if (r >= t.n && !new_strategy) continue;
     if (new_strategy) shown.push_back(name);
     t.rows.push_back(t.ranked[r]);

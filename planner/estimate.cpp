@@ -190,14 +190,26 @@ stage_activation_terms interleaved_activations(const problem& p, const param_cou
                                                const activation_sums& per_layer, const peak_sums& peaks,
                                                const layout& l, const stage_place& s, std::int64_t M,
                                                std::int64_t mtp) {
-  const auto v = static_cast<std::size_t>(l.vpp);
+  const auto v = static_cast<std::size_t>(std::max(1, l.vpp));  // at least one chunk (vpp > 1 here)
+  const std::int64_t dense_bytes = per_layer.of(l.recompute), moe_bytes = peaks.moe_layer.of(l.recompute);
+  stage_activation_terms a;
+  // Chunks alike (even chunks of one layer kind, no MTP): whichever chunks are in flight, the stage holds
+  // chunks_in_flight of them; the copies peak_chunk_copies returns sum to that (schedule.hpp).
+  if (mtp == 0 && !uneven_chunks(p, l) && (s.moe_layers == 0 || s.moe_layers == s.layers)) {
+    const std::int64_t chunks = chunks_in_flight(l, s.stage, M), per_chunk = s.layers / l.vpp;
+    a.layer_activations = chunks * per_chunk;
+    a.moe_layer_activations = s.moe_layers == 0 ? 0 : chunks * per_chunk;
+    a.activations =
+        saturating_mul(chunks, saturating_mul(per_chunk, s.moe_layers == 0 ? dense_bytes : moe_bytes));
+    return a;
+  }
   // Four arrays of vpp entries: on the stack up to 16 chunks (the search tries up to 8), else on the heap.
   constexpr std::size_t small = 16;
   std::int64_t on_stack[4 * small];
   std::vector<std::int64_t> on_heap(v > small ? 4 * v : 0);
   std::int64_t* base = v > small ? on_heap.data() : on_stack;
-  const std::span<std::int64_t> layers(base, v), moe(base + v, v), bytes(base + 2 * v, v), copies(base + 3 * v, v);
-  const std::int64_t dense_bytes = per_layer.of(l.recompute), moe_bytes = peaks.moe_layer.of(l.recompute);
+  const std::span<std::int64_t> layers(base, v), moe(base + v, v), bytes(base + 2 * v, v),
+      copies(base + 3 * v, v);
   for (std::size_t c = 0; c < v; ++c) {
     const auto chunk = static_cast<std::int64_t>(c);
     layers[c] = chunk_layers(p, l, s.stage, chunk);
@@ -205,8 +217,17 @@ stage_activation_terms interleaved_activations(const problem& p, const param_cou
     bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], dense_bytes), saturating_mul(moe[c], moe_bytes));
   }
   bytes[v - 1] = saturating_add(bytes[v - 1], mtp);  // the MTP modules run after the last chunk's layers
+  // Chunks of one size and kind all the same (an explicit split of equal chunks): as above.
+  bool alike = mtp == 0;
+  for (std::size_t c = 1; alike && c < v; ++c) alike = layers[c] == layers[0] && moe[c] == moe[0];
+  if (alike) {
+    const std::int64_t chunks = chunks_in_flight(l, s.stage, M);
+    a.layer_activations = chunks * layers[0];
+    a.moe_layer_activations = chunks * moe[0];
+    a.activations = saturating_mul(chunks, bytes[0]);
+    return a;
+  }
   peak_chunk_copies(l, s.stage, M, bytes, copies);
-  stage_activation_terms a;
   for (std::size_t c = 0; c < v; ++c) {
     a.layer_activations += copies[c] * layers[c];
     a.moe_layer_activations += copies[c] * moe[c];
@@ -286,10 +307,12 @@ namespace {
 
 // What a stage's figures are built from, found once: evaluate_stage spreads them over the breakdown,
 // stage_terms_of adds them up, and evaluate_worst keeps the worst candidate's for its breakdown.
+// Its arrays are left for pieces_of to write whole: zeroing the struct at once costs the search a tenth of a
+// layout's time (bench/search_bench.cpp, BM_EvaluateLayout).
 struct stage_pieces {
   rank_params on_rank;
-  std::array<std::int64_t, max_recipe_buffers> buffers{};  // bytes on the GPU, per recipe buffer
-  std::int64_t by_kind[4] = {};                            // params, grads, master, optimizer bytes on the GPU
+  std::array<std::int64_t, max_recipe_buffers> buffers;  // bytes on the GPU, per recipe buffer
+  std::int64_t by_kind[4];                               // params, grads, master, optimizer bytes on the GPU
   std::int64_t host_offload = 0;
   std::int64_t persistent = 0;
   std::int64_t transient = 0;
@@ -304,6 +327,8 @@ stage_pieces pieces_of(const problem& p, const param_counts& pc, const activatio
   // the embedding on the first stage and the output layer (a tied copy when pp > 1) on the last.
   x.on_rank = stage_params_on_rank(p, pc, l, place.stage, place.layers, place.moe_layers);
   const auto& bufs = p.precision.buffers;
+  x.buffers.fill(0);
+  std::fill(std::begin(x.by_kind), std::end(x.by_kind), 0);
   for (std::size_t i = 0; i < bufs.size() && i < max_recipe_buffers; ++i) {
     const auto& b = bufs[i];
     const std::int64_t bytes =

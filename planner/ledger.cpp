@@ -305,13 +305,22 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger, std::uint32_
 
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes, bool moe_layer) {
-  std::vector<ledger_entry> out;
-  for (const auto& e : layer_ledger(m, s, moe_layer)) {
-    if (e.role != act_role::op_output && !kept_for_backward(e, r, s.recompute_modules)) {
-      out.push_back(e);
-      out.back().name = "recomputed." + e.name;
-    }
-  }
+  return backward_working_set(m, s, layer_ledger(m, s, moe_layer), r, unsharded_grad_bytes, moe_layer);
+}
+
+namespace {
+
+// Returns whether the layer's ledger entry `e` is recomputed during its backward under `r` (op outputs never
+// are): the backward working set holds it again.
+bool recomputed_in_backward(const ledger_entry& e, recompute_mode r, std::uint32_t modules) {
+  return e.role != act_role::op_output && !kept_for_backward(e, r, modules);
+}
+
+// Appends to `out` what one layer's backward holds besides its recomputed tensors, whatever the recompute
+// mode: the gradients flowing through it, the dispatcher's buffers, eager attention's probabilities' gradient
+// and, ZeRO >= 2, the unsharded parameter gradients.
+void backward_gradients(const model_spec& m, const ledger_shape& s, std::int64_t unsharded_grad_bytes,
+                        bool moe_layer, std::vector<ledger_entry>& out) {
   const std::int64_t t = s.tp, act = s.activation_bytes, b = s.micro_batch;
   const std::int64_t s_local = s.seq / s.cp, s_sp = s.sp ? s_local / t : s_local;
   const std::string T = s.sp ? "/t" : "", a16 = std::to_string(act), cpdiv = s.cp > 1 ? "/cp" : "";
@@ -346,6 +355,21 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
                    unsharded_grad_bytes,    act_role::saved};
     out.push_back(std::move(e));
   }
+}
+
+}  // namespace
+
+std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s,
+                                               const std::vector<ledger_entry>& layer, recompute_mode r,
+                                               std::int64_t unsharded_grad_bytes, bool moe_layer) {
+  std::vector<ledger_entry> out;
+  for (const auto& e : layer) {
+    if (recomputed_in_backward(e, r, s.recompute_modules)) {
+      out.push_back(e);
+      out.back().name = "recomputed." + e.name;
+    }
+  }
+  backward_gradients(m, s, unsharded_grad_bytes, moe_layer, out);
   return out;
 }
 
@@ -461,11 +485,26 @@ std::int64_t output_phase_peak(const std::vector<ledger_entry>& phase) {
 
 peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
   peak_sums p;
+  // Each layer kind's ledger and backward gradients once, for every mode's working set
+  // (backward_working_set's bytes, without copying its entries; the MoE layer's sums below).
+  const std::vector<ledger_entry> dense = layer_ledger(m, s);
+  const std::vector<ledger_entry> moe =
+      m.moe.enabled() ? layer_ledger(m, s, true) : std::vector<ledger_entry>{};
+  std::vector<ledger_entry> dense_grads, moe_grads;
+  backward_gradients(m, s, 0, false, dense_grads);
+  if (m.moe.enabled()) backward_gradients(m, s, 0, true, moe_grads);
+  auto working_set = [&](const std::vector<ledger_entry>& layer, const std::vector<ledger_entry>& grads,
+                         recompute_mode r) {
+    std::int64_t bytes = total_bytes(grads);
+    for (const auto& e : layer)
+      if (recomputed_in_backward(e, r, s.recompute_modules))
+        bytes = detail::checked_add(bytes, e.bytes, "ledger");
+    return bytes;
+  };
   for (auto r :
        {recompute_mode::none, recompute_mode::selective, recompute_mode::full, recompute_mode::selective_op}) {
-    p.working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0));
-    if (m.moe.enabled())
-      p.moe_working_set[static_cast<std::size_t>(r)] = total_bytes(backward_working_set(m, s, r, 0, true));
+    p.working_set[static_cast<std::size_t>(r)] = working_set(dense, dense_grads, r);
+    if (m.moe.enabled()) p.moe_working_set[static_cast<std::size_t>(r)] = working_set(moe, moe_grads, r);
   }
   // full_every_N: the largest layer working set is a recomputed layer's (the stage's first N - 1 layers are
   // not recomputed; estimate() asks for none's where a stage has fewer than N layers).
@@ -475,7 +514,7 @@ peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
     p.working_set[i] = p.working_set[full];
     p.moe_working_set[i] = p.moe_working_set[full];
   }
-  if (m.moe.enabled()) p.moe_layer = sum_ledger(layer_ledger(m, s, true), s.recompute_modules);
+  if (m.moe.enabled()) p.moe_layer = sum_ledger(moe, s.recompute_modules);
   p.output_phase = output_phase_peak(output_phase_tensors(m, s));
   p.first_stage = total_bytes(first_stage_tensors(m, s));
   p.mtp_module = sum_ledger(mtp_module_tensors(m, s), s.recompute_modules);

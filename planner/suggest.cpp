@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "errors.hpp"
 #include "problem_json.hpp"
@@ -179,6 +180,18 @@ struct layout_search::scratch {
   std::vector<unsigned char> found;       // per activation combination: its activations are found
 };
 
+std::int64_t layout_search::layouts_at_most(int gpus) const {
+  std::int64_t pairs = 0;  // (variant, pipeline) pairs whose ranks divide N, as for_each_layout pairs them
+  for (const auto& v : m_variants) {
+    if (v.ranks > gpus || gpus % v.ranks) continue;
+    for (const auto& q : m_pipelines) {
+      const std::int64_t tpc = v.ranks * q.ranks;
+      if (tpc <= gpus && gpus % tpc == 0) ++pairs;
+    }
+  }
+  return saturating_mul(pairs, static_cast<std::int64_t>(m_state.size() * m_activation.size()));
+}
+
 // Runs `visit(layout, variant, fast_total)` over every valid layout on `gpus`, level by level (ledger,
 // pipeline, state, activation: search_space.hpp), until it returns false.
 template <class Visit>
@@ -272,17 +285,45 @@ bool layout_search::visit_states(search_point& x, const variant& v, const pipeli
 // (the stage the search found the worst, and what the layout's stages share). The full breakdowns are made
 // once the order is known, for the rows wanted alone, with evaluate_stage: the function estimate() builds
 // `plan`'s stages with.
+// What the stages share is not kept: shares_of gives it again from the layout (the search's own, with the
+// ZeRO stage's unsharded gradients, is the same), and a record is a third smaller without it.
 struct layout_search::fit_record {
   layout where;
   const variant* v = nullptr;
   const stage_place* place = nullptr;
-  layout_shares shares;
   layout_cost cost;
   std::int64_t decisive = INT64_MAX;
   std::int64_t micro_batch = 0;
   std::int64_t seen = 0;  // its place in the enumeration: equal figures keep that order
   bool tight = false;
 };
+
+namespace {
+// What the ranking orders a fitting layout by, and its record's index.
+struct rank_key {
+  bool tight;
+  double cost, dp_bytes;
+  std::int64_t decisive, micro_batch, seen;
+  std::uint32_t index;
+};
+// The order: not tight first, then by cost, dp bytes, headroom (the capacity less the decisive total: one
+// capacity for every layout here), the smaller micro-batch, and the enumeration's order (strict: `seen`
+// differs between layouts).
+bool ranks_before(const rank_key& a, const rank_key& b) {
+  if (a.tight != b.tight) return !a.tight;
+  if (a.cost != b.cost) return a.cost < b.cost;
+  if (a.dp_bytes != b.dp_bytes) return a.dp_bytes < b.dp_bytes;
+  if (a.decisive != b.decisive) return a.decisive < b.decisive;
+  if (a.micro_batch != b.micro_batch) return a.micro_batch < b.micro_batch;
+  return a.seen < b.seen;
+}
+// Returns the ranking key of fitting record `f`, with `index` (a template: the record is layout_search's
+// own).
+template <class Record>
+rank_key key_of(const Record& f, std::uint32_t index) {
+  return {f.tight, f.cost.total, f.cost.dp_bytes, f.decisive, f.micro_batch, f.seen, index};
+}
+}  // namespace
 
 layout_search::ranking layout_search::rank(int gpus, std::size_t top, suggestion& s) const {
   if (gpus <= 0) throw bad_input("gpus", "must be positive, got " + std::to_string(gpus));
@@ -291,52 +332,66 @@ layout_search::ranking layout_search::rank(int gpus, std::size_t top, suggestion
   s.space = m_space;
   s.micro_batch_searched = micro_batch_searched();
   s.vpp_searched = !m_axes.vpp;
-  // The order: not tight first, then by cost, dp bytes, headroom (the capacity less the decisive total: one
-  // capacity for every layout here), the smaller micro-batch, and the enumeration's order.
   auto before = [](const fit_record& a, const fit_record& b) {
-    if (a.tight != b.tight) return !a.tight;
-    if (a.cost.total != b.cost.total) return a.cost.total < b.cost.total;
-    if (a.cost.dp_bytes != b.cost.dp_bytes) return a.cost.dp_bytes < b.cost.dp_bytes;
-    if (a.decisive != b.decisive) return a.decisive < b.decisive;
-    if (a.micro_batch != b.micro_batch) return a.micro_batch < b.micro_batch;
-    return a.seen < b.seen;
+    return ranks_before(key_of(a, 0), key_of(b, 0));
   };
   const std::int64_t capacity = m_problem.device.capacity;
   std::vector<fit_record> fits;  // every fitting layout, or at most 2 x top of them: the best, by `before`
-  fit_record smallest;           // the smallest total seen, fitting or not
+  // Once `top` are kept, the last of them: a layout not before it cannot be among the first `top` (the order
+  // is strict: `seen` differs), so it is counted and dropped without a record.
+  std::optional<fit_record> cutoff;
+  auto keep_best = [&] {
+    if (top == 0) return fits.clear();
+    std::nth_element(fits.begin(), fits.begin() + static_cast<std::ptrdiff_t>(top - 1), fits.end(), before);
+    fits.resize(top);
+    cutoff = fits[top - 1];
+  };
+  // Every fitting layout kept: room for as many as the levels could give, up to 262,144 records, so that the
+  // list grows without moving them (only the pages written are touched).
+  if (top == SIZE_MAX)
+    fits.reserve(static_cast<std::size_t>(std::min<std::int64_t>(layouts_at_most(gpus), 1 << 18)));
+  fit_record smallest;  // the smallest total seen, fitting or not
+  fit_record next;      // the layout being ranked: its order's figures first, the rest once it is kept
   for_each_layout(gpus, false, [&](const layout& l, const variant& v, const fast_total& t) {
-    if (t.decisive < smallest.decisive) smallest = {l, &v, t.worst, *t.shares, {}, t.decisive, 0, 0, false};
+    if (t.decisive < smallest.decisive) smallest = {l, &v, t.worst, {}, t.decisive, 0, 0, false};
     if (t.fits) {
-      const problem& p = m_problems[v.problem];
-      fits.push_back({l, &v, t.worst, *t.shares, cost_of(p, m_params, l, m_costs), t.decisive,
-                      p.training.micro_batch, s.evaluated, is_tight(capacity - t.decisive, capacity)});
       ++s.fit;
-      if (fits.size() / 2 >= top && fits.size() >= 64) {  // keep the best `top`, every `top` (or 64) more
-        std::nth_element(fits.begin(), fits.begin() + static_cast<std::ptrdiff_t>(top), fits.end(), before);
-        fits.resize(top);
+      const problem& p = m_problems[v.problem];
+      next.cost = cost_of(p, m_params, l, m_costs);
+      next.decisive = t.decisive;
+      next.micro_batch = p.training.micro_batch;
+      next.seen = s.evaluated;
+      next.tight = is_tight(capacity - t.decisive, capacity);
+      if (top > 0 && (!cutoff || before(next, *cutoff))) {
+        next.where = l, next.v = &v, next.place = t.worst;
+        fits.push_back(next);
+        if (fits.size() / 2 >= top && fits.size() >= 64) keep_best();  // every `top` (or 64) more
       }
     }
     ++s.evaluated;
     return true;
   });
   if (smallest.v) s.smallest = candidate_of(smallest);
-  if (fits.size() > top) {
-    std::nth_element(fits.begin(), fits.begin() + static_cast<std::ptrdiff_t>(top), fits.end(), before);
-    fits.resize(top);
-  }
+  if (fits.size() > top) keep_best();
+  // Sorted as keys beside their index: records are large, and sorting them through an index reads them out
+  // of order.
+  std::vector<rank_key> keys(fits.size());
+  for (std::size_t i = 0; i < fits.size(); ++i) keys[i] = key_of(fits[i], static_cast<std::uint32_t>(i));
+  std::sort(keys.begin(), keys.end(),
+            [](const rank_key& a, const rank_key& b) { return ranks_before(a, b); });
   ranking r;
-  r.order.resize(fits.size());  // sorted through an index: records are large
-  for (std::size_t i = 0; i < r.order.size(); ++i) r.order[i] = static_cast<std::uint32_t>(i);
-  std::sort(r.order.begin(), r.order.end(),
-            [&](std::uint32_t i, std::uint32_t j) { return before(fits[i], fits[j]); });
+  r.order.resize(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) r.order[i] = keys[i].index;
   r.records = std::move(fits);
   return r;
 }
 
 candidate layout_search::candidate_of(const fit_record& r) const {
   const problem& p = m_problems[r.v->problem];
-  candidate c{r.where, p.training.micro_batch,
-              evaluate_stage(p, m_params, r.v->sums, r.v->peaks, r.where, *r.place, r.shares), r.cost, false};
+  candidate c{
+      r.where, p.training.micro_batch,
+      evaluate_stage(p, m_params, r.v->sums, r.v->peaks, r.where, *r.place, shares_of(p, m_params, r.where)),
+      r.cost, false};
   c.tight = c.worst.tight();
   return c;
 }

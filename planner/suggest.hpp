@@ -129,6 +129,8 @@ class layout_search {
   // Enumerates the layouts on `gpus` and returns the fitting ones' records ranked (the first `top` of them),
   // with s's counts, bound, space and smallest layout filled.
   ranking rank(int gpus, std::size_t top, suggestion& s) const;
+  // Returns an upper bound on the layouts for_each_layout visits on `gpus` (a count).
+  std::int64_t layouts_at_most(int gpus) const;
   // Returns the candidate of record `r`, with its worst stage's full breakdown.
   candidate candidate_of(const fit_record& r) const;
   friend suggestion suggest_across(const problem& p, const search_axes& axes, const cost_model& costs, int gpus,
