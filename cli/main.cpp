@@ -320,6 +320,10 @@ int main(int argc, char** argv) {
     std::cerr << one_line(*moved) << "\n";
     return exit_bad_input;
   }
+  if (auto empty_item = empty_list_item(app, std::vector<std::string>(argv + 1, argv + argc))) {
+    std::cerr << one_line("headroom: bad input: " + std::string(empty_item->what())) << "\n";
+    return exit_bad_input;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -67,6 +67,8 @@ observe_case observe_row_case(const calibrate::observation_row& r, const std::st
   CLI::App app{"observe row"};
   plan_options po;
   add_problem_options(&app, po);
+  if (auto empty_item = empty_list_item(app, CLI::detail::split_up(r.flags)))
+    throw bad_input(where, empty_item->what());
   try {
     app.parse(r.flags, false);
   } catch (const CLI::Success&) {  // --help or --version: asks for text, describes no run

@@ -6,6 +6,7 @@
 
 #include "launch_options.hpp"
 #include "planner/errors.hpp"
+#include "planner/format.hpp"
 #include "planner/json_fields.hpp"
 
 namespace headroom::cli {
@@ -58,6 +59,37 @@ std::vector<std::string> option_names(const CLI::App& app) {
     if (dynamic_cast<const CLI::Option_group*>(sub))
       for (auto& n : option_names(*sub)) names.push_back(std::move(n));
   return names;
+}
+
+namespace {
+// Returns whether some option named `name` (without dashes) of `app`, its subcommands or option groups
+// separates its values by commas.
+bool comma_separated(const CLI::App& app, const std::string& name) {
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->check_lname(name) && opt->get_delimiter() == ',') return true;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (comma_separated(*sub, name)) return true;
+  return false;
+}
+}  // namespace
+
+std::optional<bad_input> empty_list_item(const CLI::App& app, const std::vector<std::string>& words) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
+    const std::size_t eq = w.find('=');
+    const std::string name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (eq == std::string::npos && i + 1 == words.size()) continue;
+    const std::string value = eq == std::string::npos ? words[i + 1] : w.substr(eq + 1);
+    if (value.find(',') == std::string::npos || !comma_separated(app, name)) continue;
+    if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos)
+      return bad_input(
+          name,
+          "'" + printable(value, 60) +
+              "' has an empty item (two commas together, or one at an end): give one value between each "
+              "pair of commas");
+  }
+  return std::nullopt;
 }
 
 }  // namespace headroom::cli

@@ -1,8 +1,14 @@
 // option_checks.hpp: the options of `plan` (and of every command that takes its problem options) that depend on
-// another, checked in one place, so an option that cannot apply is refused rather than ignored.
+// another, checked in one place, so an option that cannot apply is refused rather than ignored; and a list
+// value with an empty item, which CLI11 would shorten without a word.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "plan_command.hpp"
+#include "planner/errors.hpp"
 
 namespace headroom::cli {
 
@@ -18,5 +24,11 @@ std::vector<std::string> option_names(const CLI::App& app);
 // meant, or "" when it is no option's name at all ("--", "--1"), is itself an option, or is near none
 // (planner/json_fields.hpp closest_name).
 std::string meant_option(const std::string& word, const std::vector<std::string>& options);
+
+// Returns the refusal of a value with an empty item ("tp,,pp", "31,32,") given to an option whose values are
+// separated by commas, or nullopt. CLI11 drops an empty item silently, which would plan another list than
+// the one given. `words` are the command line's (or an observed row's flags); every subcommand and option
+// group of `app` is searched for the option.
+std::optional<bad_input> empty_list_item(const CLI::App& app, const std::vector<std::string>& words);
 
 }  // namespace headroom::cli

@@ -277,3 +277,26 @@ TEST(CliHostile, ArgumentsThatAreNoWords) {
   hostile_refused(run("plan --preset llama3-8b --gpus 8 \"\""), {"argument 6 is empty (after '8')"});
   EXPECT_NE(run("plan --preset llama3-8b --gpus 8").status, 2);
 }
+
+// A comma-separated value with an empty item would plan another list than the one given (CLI11 drops the
+// empty item): refused, naming the option and the value, on the command line and in an observed row's flags.
+TEST(CliHostile, EmptyItemInACommaSeparatedValue) {
+  const std::string plan = "plan --preset llama3-8b --gpus 8 --gpu-mem 80GiB ";
+  hostile_refused(run(plan + "--suggest --recipes bf16-adam,,fp32-adam"),
+                  {"bad input: recipes: 'bf16-adam,,fp32-adam' has an empty item"});
+  hostile_refused(run(plan + "--suggest --recipes=bf16-adam,"), {"recipes: 'bf16-adam,' has an empty item"});
+  hostile_refused(run(plan + "--pp 4 --pp-layout ,8,8,8,8"), {"pp-layout: ',8,8,8,8' has an empty item"});
+  hostile_refused(run(plan + "--recompute selective --recompute-modules core_attn,,mlp"),
+                  {"recompute-modules: 'core_attn,,mlp'"});
+  // The same lists without the empty item are taken.
+  EXPECT_EQ(run(plan + "--suggest --recipes bf16-adam,fp32-adam").status, 0);
+  // A comma inside another option's value is that option's business (a --megatron-args string, a name).
+  EXPECT_NE(run(plan + "--tp 2 --seq 8,192").err.find("seq"), std::string::npos);
+  const std::string dir = hostile_dir("empty-item");
+  const std::string csv =
+      hostile_write(dir + "/rows.csv",
+                    "name,problem,figure,value,unit\n"
+                    "a,\"--preset llama3-8b --gpus 8 --pp 4 --pp-layout 8,8,,8,8\",reserved_peak,69.7,GiB\n");
+  hostile_refused(run("observe " + csv + " -o " + dir + "/out"),
+                  {"rows.csv: row 1", "pp-layout", "empty item"});
+}
