@@ -77,10 +77,17 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
     add("moe.shared.act.output", lin16 + "*s*b*Fs/t", {s_local, b, fs}, lin, act_role::saved, shared | act_mod);
   }
   // R routed rows (routed_rows): the experts' input after dispatch, fc1's output (2F wide for SwiGLU), the
-  // activation's output, and fc2's output after the expert-tp reduce-scatter, kept for the weighted combine.
+  // activation's output, and fc2's output after the expert-tp reduce-scatter, which the unpermute keeps
+  // (index_add_ under deterministic algorithms, moe_utils.py l.604-617; docs/validation.md).
   add("moe.experts.fc1.input", lin16 + "*R*h", {R, h}, lin, act_role::saved, moe);
   add("moe.experts.fc1.output", a16 + "*R*" + (fc1 == fe ? "" : "2*") + "F/etp", {R, fc1}, act, act_role::saved,
       moe);
+  // The experts weight each row by its routing probability after the activation, act(fc1) * probs, and that
+  // multiply keeps its activation operand for the probabilities' gradient (Megatron-Core @ d98e8a64
+  // experts.py l.1012-1016 TEGroupedMLP, mlp.py l.336-340 SequentialMLP's experts). SwiGLU runs the fused
+  // weighted_bias_swiglu_impl (Megatron's default), which keeps only fc1's output and the probabilities.
+  if (m.mlp != mlp_kind::swiglu)
+    add("moe.experts.act.weighted", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
   add("moe.experts.act.output", lin16 + "*R*F/etp", {R, fe}, lin, act_role::saved, moe | act_mod);
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
 }
