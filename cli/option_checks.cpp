@@ -73,21 +73,44 @@ bool comma_separated(const CLI::App& app, const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// Returns `word` without one pair of matching quotes around it (an observed row's `--opt="a,b"` keeps them).
+std::string unquoted(const std::string& word) {
+  if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') && word.back() == word.front())
+    return word.substr(1, word.size() - 2);
+  return word;
+}
+}  // namespace
+
 std::optional<bad_input> empty_list_item(const CLI::App& app, const std::vector<std::string>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
+    if (w == "--") break;  // what follows is no option's
     if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
     const std::size_t eq = w.find('=');
     const std::string name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    if (eq == std::string::npos && i + 1 == words.size()) continue;
-    const std::string value = eq == std::string::npos ? words[i + 1] : w.substr(eq + 1);
-    if (value.find(',') == std::string::npos || !comma_separated(app, name)) continue;
-    if (value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos)
-      return bad_input(
-          name,
-          "'" + printable(value, 60) +
-              "' has an empty item (two commas together, or one at an end): give one value between each "
-              "pair of commas");
+    // A word with a space in its name is a value (a --megatron-args string), not an option.
+    if (name.find_first_of(" \t") != std::string::npos || !comma_separated(app, name)) continue;
+    // The option's values as CLI11 takes them: the rest of its word after '=', or the words up to the next
+    // option, each split at its commas. The list as written: the words joined, a comma between two words
+    // unless one already stands there ("8, 8" is "8,8"), without the brackets CLI11 also takes.
+    std::vector<std::string> values;
+    if (eq != std::string::npos) values.push_back(unquoted(w.substr(eq + 1)));
+    for (std::size_t j = i + 1; eq == std::string::npos && j < words.size() && words[j].rfind('-', 0) != 0;
+         ++j)
+      values.push_back(unquoted(words[j]));
+    std::string list;
+    for (const auto& v : values) {
+      if (!list.empty() && !v.empty() && list.back() != ',' && v.front() != ',') list += ',';
+      list += v;
+    }
+    if (list.size() >= 2 && list.front() == '[' && list.back() == ']') list = list.substr(1, list.size() - 2);
+    if (list.find(',') == std::string::npos) continue;
+    if (list.front() == ',' || list.back() == ',' || list.find(",,") != std::string::npos)
+      return bad_input(name,
+                       "'" + printable(list, 60) +
+                           "' has an empty item (two commas together, or one at an end): give one value "
+                           "between each pair of commas");
   }
   return std::nullopt;
 }

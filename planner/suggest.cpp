@@ -346,10 +346,10 @@ layout_search::ranking layout_search::rank(int gpus, std::size_t top, suggestion
     fits.resize(top);
     cutoff = fits[top - 1];
   };
-  // Every fitting layout kept: room for as many as the levels could give, up to 262,144 records, so that the
-  // list grows without moving them (only the pages written are touched).
+  // Every fitting layout kept: room for as many as the levels could give, up to 65,536 records (about 13 MB),
+  // so that the list grows without moving them (only the pages written are touched).
   if (top == SIZE_MAX)
-    fits.reserve(static_cast<std::size_t>(std::min<std::int64_t>(layouts_at_most(gpus), 1 << 18)));
+    fits.reserve(static_cast<std::size_t>(std::min<std::int64_t>(layouts_at_most(gpus), 1 << 16)));
   fit_record smallest;  // the smallest total seen, fitting or not
   fit_record next;      // the layout being ranked: its order's figures first, the rest once it is kept
   for_each_layout(gpus, false, [&](const layout& l, const variant& v, const fast_total& t) {

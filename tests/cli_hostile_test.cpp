@@ -288,8 +288,20 @@ TEST(CliHostile, EmptyItemInACommaSeparatedValue) {
   hostile_refused(run(plan + "--pp 4 --pp-layout ,8,8,8,8"), {"pp-layout: ',8,8,8,8' has an empty item"});
   hostile_refused(run(plan + "--recompute selective --recompute-modules core_attn,,mlp"),
                   {"recompute-modules: 'core_attn,,mlp'"});
-  // The same lists without the empty item are taken.
+  // A list given over several words, or in brackets, as CLI11 takes it.
+  hostile_refused(run(plan + "--pp 4 --pp-layout 8 8,,8 8"), {"pp-layout: '8,8,,8,8' has an empty item"});
+  hostile_refused(run(plan + "--pp 4 --pp-layout 8 8 8 8,"), {"pp-layout: '8,8,8,8,' has an empty item"});
+  hostile_refused(run(plan + "--pp 4 --pp-layout [,8,8,8,8]"), {"pp-layout: ',8,8,8,8' has an empty item"});
+  hostile_refused(run(plan + "--suggest --recipes bf16-adam fp32-adam,"),
+                  {"recipes: 'bf16-adam,fp32-adam,'"});
+  // The same lists without an empty item are taken, however spaced.
   EXPECT_EQ(run(plan + "--suggest --recipes bf16-adam,fp32-adam").status, 0);
+  for (const char* layout : {"8, 8, 8, 8", "8 8 8 8", "[8,8,8,8]", "8,8 ,8,8"}) {
+    const auto r = run(plan + "--pp 4 --pp-layout " + layout);
+    EXPECT_NE(r.status, 2) << layout << ": " << r.err;  // planned (it does not fit 80 GiB here: exit 3)
+  }
+  // Words after `--` belong to no option.
+  EXPECT_EQ(run("calibrate -- --recipes=a,").err.find("empty item"), std::string::npos);
   // A comma inside another option's value is that option's business (a --megatron-args string, a name).
   EXPECT_NE(run(plan + "--tp 2 --seq 8,192").err.find("seq"), std::string::npos);
   const std::string dir = hostile_dir("empty-item");
@@ -299,4 +311,11 @@ TEST(CliHostile, EmptyItemInACommaSeparatedValue) {
                     "a,\"--preset llama3-8b --gpus 8 --pp 4 --pp-layout 8,8,,8,8\",reserved_peak,69.7,GiB\n");
   hostile_refused(run("observe " + csv + " -o " + dir + "/out"),
                   {"rows.csv: row 1", "pp-layout", "empty item"});
+  // Quoted after '=' in a row's flags: the quotes are no part of the list.
+  const std::string quoted = hostile_write(
+      dir + "/quoted.csv",
+      "name,problem,figure,value,unit\n"
+      "a,\"--preset llama3-8b --gpus 8 --pp 4 --pp-layout=\"\",8,8,8,8\"\"\",reserved_peak,69.7,GiB\n");
+  hostile_refused(run("observe " + quoted + " -o " + dir + "/out2"),
+                  {"pp-layout: ',8,8,8,8' has an empty item"});
 }
