@@ -181,15 +181,14 @@ struct layout_search::scratch {
 };
 
 std::int64_t layout_search::layouts_at_most(int gpus) const {
-  std::int64_t pairs = 0;  // (variant, pipeline) pairs whose ranks divide N, as for_each_layout pairs them
-  for (const auto& v : m_variants) {
-    if (v.ranks > gpus || gpus % v.ranks) continue;
-    for (const auto& q : m_pipelines) {
-      const std::int64_t tpc = v.ranks * q.ranks;
-      if (tpc <= gpus && gpus % tpc == 0) ++pairs;
-    }
-  }
-  return saturating_mul(pairs, static_cast<std::int64_t>(m_state.size() * m_activation.size()));
+  // The variants and the pipelines whose ranks divide N, each counted once (not their pairs: this bound is
+  // asked before every ranking and must cost nothing beside it).
+  auto divides = [&](std::int64_t ranks) { return ranks <= gpus && gpus % ranks == 0; };
+  std::int64_t variants = 0, pipelines = 0;
+  for (const auto& v : m_variants) variants += divides(v.ranks) ? 1 : 0;
+  for (const auto& q : m_pipelines) pipelines += divides(q.ranks) ? 1 : 0;
+  return saturating_mul(saturating_mul(variants, pipelines),
+                        static_cast<std::int64_t>(m_state.size() * m_activation.size()));
 }
 
 // Runs `visit(layout, variant, fast_total)` over every valid layout on `gpus`, level by level (ledger,
