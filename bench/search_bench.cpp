@@ -60,19 +60,25 @@ void BM_EvaluateLayout(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateLayout);
 
-// Times search.suggest(N = the benchmark's argument, `top`); the items are the layouts evaluated.
-// Also counts the fitting layouts of one search (each is costed and ranked; the first `top` get their full
-// breakdown, every one by default, as --json and --top 0 list them).
-void time_suggest(benchmark::State& state, const layout_search& search, std::size_t top = SIZE_MAX) {
+// Times run(N = the benchmark's argument), which returns a suggestion; the items are the layouts evaluated.
+// Also counts the fitting layouts of one search.
+template <class Run>
+void time_search(benchmark::State& state, Run&& run) {
   std::int64_t evaluated = 0, fitting = 0;
   for (auto _ : state) {
-    auto s = search.suggest(static_cast<int>(state.range(0)), top);
+    auto s = run(static_cast<int>(state.range(0)));
     evaluated += s.evaluated;
     fitting = s.fit;
     benchmark::DoNotOptimize(s);
   }
   count_layouts(state, evaluated);
   state.counters["fitting"] = static_cast<double>(fitting);
+}
+
+// Times search.suggest(N, `top`): every fitting layout is costed and ranked, the first `top` get their full
+// breakdown (every one by default, as --json and --top 0 list them).
+void time_suggest(benchmark::State& state, const layout_search& search, std::size_t top = SIZE_MAX) {
+  time_search(state, [&](int gpus) { return search.suggest(gpus, top); });
 }
 
 void BM_Suggest(benchmark::State& state) {
@@ -144,16 +150,9 @@ void BM_SuggestAcrossMoeAxes(benchmark::State& state) {
     for (std::size_t i = 0; i < s.ranked.size() && i < 20; ++i) rows.push_back(i);
     return rows;
   };
-  std::int64_t evaluated = 0, fitting = 0;
-  for (auto _ : state) {
-    auto s = suggest_across(search.the_problem(), search.axes(), {}, static_cast<int>(state.range(0)), {},
-                            false, first_rows);
-    evaluated += s.evaluated;
-    fitting = s.fit;
-    benchmark::DoNotOptimize(s);
-  }
-  count_layouts(state, evaluated);
-  state.counters["fitting"] = static_cast<double>(fitting);
+  time_search(state, [&](int gpus) {
+    return suggest_across(search.the_problem(), search.axes(), {}, gpus, {}, false, first_rows);
+  });
 }
 BENCHMARK(BM_SuggestAcrossMoeAxes)->Arg(256)->Unit(benchmark::kMillisecond);
 

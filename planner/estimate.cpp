@@ -192,17 +192,6 @@ stage_activation_terms interleaved_activations(const problem& p, const param_cou
                                                std::int64_t mtp) {
   const auto v = static_cast<std::size_t>(std::max(1, l.vpp));  // at least one chunk (vpp > 1 here)
   const std::int64_t dense_bytes = per_layer.of(l.recompute), moe_bytes = peaks.moe_layer.of(l.recompute);
-  stage_activation_terms a;
-  // Chunks alike (even chunks of one layer kind, no MTP): whichever chunks are in flight, the stage holds
-  // chunks_in_flight of them; the copies peak_chunk_copies returns sum to that (schedule.hpp).
-  if (mtp == 0 && !uneven_chunks(p, l) && (s.moe_layers == 0 || s.moe_layers == s.layers)) {
-    const std::int64_t chunks = chunks_in_flight(l, s.stage, M), per_chunk = s.layers / l.vpp;
-    a.layer_activations = chunks * per_chunk;
-    a.moe_layer_activations = s.moe_layers == 0 ? 0 : chunks * per_chunk;
-    a.activations =
-        saturating_mul(chunks, saturating_mul(per_chunk, s.moe_layers == 0 ? dense_bytes : moe_bytes));
-    return a;
-  }
   // Four arrays of vpp entries: on the stack up to 16 chunks (the search tries up to 8), else on the heap.
   constexpr std::size_t small = 16;
   std::int64_t on_stack[4 * small];
@@ -217,17 +206,8 @@ stage_activation_terms interleaved_activations(const problem& p, const param_cou
     bytes[c] = saturating_add(saturating_mul(layers[c] - moe[c], dense_bytes), saturating_mul(moe[c], moe_bytes));
   }
   bytes[v - 1] = saturating_add(bytes[v - 1], mtp);  // the MTP modules run after the last chunk's layers
-  // Chunks of one size and kind all the same (an explicit split of equal chunks): as above.
-  bool alike = mtp == 0;
-  for (std::size_t c = 1; alike && c < v; ++c) alike = layers[c] == layers[0] && moe[c] == moe[0];
-  if (alike) {
-    const std::int64_t chunks = chunks_in_flight(l, s.stage, M);
-    a.layer_activations = chunks * layers[0];
-    a.moe_layer_activations = chunks * moe[0];
-    a.activations = saturating_mul(chunks, bytes[0]);
-    return a;
-  }
   peak_chunk_copies(l, s.stage, M, bytes, copies);
+  stage_activation_terms a;
   for (std::size_t c = 0; c < v; ++c) {
     a.layer_activations += copies[c] * layers[c];
     a.moe_layer_activations += copies[c] * moe[c];
@@ -270,12 +250,16 @@ stage_activation_terms stage_activations(const problem& p, const param_counts& p
   const std::int64_t M = sh.microbatches, chunks = chunks_in_flight(l, s.stage, M);
   const std::int64_t mtp = s.last ? mtp_bytes_per_microbatch(p, per_layer, peaks, l.recompute) : 0;
   stage_activation_terms a;
-  if (l.vpp > 1 && (!pc.moe_before.empty() || uneven_chunks(p, l) || mtp > 0)) {
+  // Interleaved chunks that can differ: of different sizes, with MTP after the last, or of a MoE model on a
+  // stage that is not all MoE layers. Chunks alike (a stage of MoE layers alone among them) hold
+  // chunks_in_flight copies whichever chunks are in flight, so the schedule's walk is not needed.
+  const bool all_moe = s.moe_layers > 0 && s.moe_layers == s.layers;
+  if (l.vpp > 1 && ((!pc.moe_before.empty() && !all_moe) || uneven_chunks(p, l) || mtp > 0)) {
     a = interleaved_activations(p, pc, per_layer, peaks, l, s, M, mtp);
   } else {
-    // Here every chunk holds the same layers and, with vpp > 1, no MoE layer and no MTP module.
+    // Here every chunk holds the same layers, of one kind where vpp > 1, and no MTP module with vpp > 1.
     a.layer_activations = chunks * (s.layers / l.vpp);
-    a.moe_layer_activations = l.vpp > 1 ? 0 : chunks * s.moe_layers;
+    a.moe_layer_activations = chunks * (s.moe_layers / l.vpp);
     a.activations = stage_layer_activations(chunks, s.layers, s.moe_layers, l.vpp, per_layer, peaks, l.recompute);
     if (mtp > 0) {
       a.mtp = saturating_mul(chunks, mtp);

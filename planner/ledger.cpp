@@ -310,11 +310,6 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger, std::uint32_
   return s;
 }
 
-std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
-                                               std::int64_t unsharded_grad_bytes, bool moe_layer) {
-  return backward_working_set(m, s, layer_ledger(m, s, moe_layer), r, unsharded_grad_bytes, moe_layer);
-}
-
 namespace {
 
 // Returns whether the layer's ledger entry `e` is recomputed during its backward under `r` (op outputs never
@@ -366,11 +361,10 @@ void backward_gradients(const model_spec& m, const ledger_shape& s, std::int64_t
 
 }  // namespace
 
-std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s,
-                                               const std::vector<ledger_entry>& layer, recompute_mode r,
+std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes, bool moe_layer) {
   std::vector<ledger_entry> out;
-  for (const auto& e : layer) {
+  for (const auto& e : layer_ledger(m, s, moe_layer)) {
     if (recomputed_in_backward(e, r, s.recompute_modules)) {
       out.push_back(e);
       out.back().name = "recomputed." + e.name;

@@ -155,11 +155,6 @@ activation_sums sum_ledger(const std::vector<ledger_entry>& ledger,
 // The reference case leaves this working set to the reserve; the planner reports it and the probes replay it.
 std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s, recompute_mode r,
                                                std::int64_t unsharded_grad_bytes, bool moe_layer = false);
-// The same, given the layer's ledger (layer_ledger(m, s, moe_layer)), which sum_peaks builds once for every
-// mode.
-std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger_shape& s,
-                                               const std::vector<ledger_entry>& layer, recompute_mode r,
-                                               std::int64_t unsharded_grad_bytes, bool moe_layer);
 
 // Returns the output layer's tensors on the last stage in the order the loss makes them, each with the
 // steps it is alive in (ledger_entry::made, freed), as the loss holds them (ledger_shape::loss). fused

@@ -22,12 +22,6 @@ model_spec ledger_qk_qwen3_30b(bool qk) {
   return m;
 }
 
-std::map<std::string, std::int64_t> ledger_qk_by_name(const std::vector<ledger_entry>& v) {
-  std::map<std::string, std::int64_t> m;
-  for (const auto& e : v) m[e.name] = e.bytes;
-  return m;
-}
-
 // s 4096, b 1, t 1, flash, bf16: q_norm keeps its input (s x a*d bf16) and an fp32 rstd per token and head;
 // k_norm the same over kv heads.
 TEST(LedgerQk, Qwen3LayerKeepsTheNormsInputsAndStatistics) {
@@ -36,7 +30,7 @@ TEST(LedgerQk, Qwen3LayerKeepsTheNormsInputsAndStatistics) {
   const std::int64_t q_in = 2 * tokens * ad, q_st = 4 * tokens * 32;  // 32 MiB, 512 KiB
   const std::int64_t k_in = 2 * tokens * kvd, k_st = 4 * tokens * 4;  // 4 MiB, 64 KiB
   EXPECT_EQ(q_in + q_st + k_in + k_st, 38'338'560);
-  const auto with = ledger_qk_by_name(layer_ledger(ledger_qk_qwen3_30b(true), s, true));
+  const auto with = test::bytes_by_name(layer_ledger(ledger_qk_qwen3_30b(true), s, true));
   EXPECT_EQ(with.at("attn.q_norm.input"), q_in);
   EXPECT_EQ(with.at("attn.q_norm.stats"), q_st);
   EXPECT_EQ(with.at("attn.k_norm.input"), k_in);
@@ -60,7 +54,7 @@ TEST(LedgerQk, Qwen3LayerKeepsTheNormsInputsAndStatistics) {
 
 TEST(LedgerQk, TensorParallelismSplitsThemByHeads) {
   const ledger_shape s(4096, 1, 4, true, 1, attention_kind::flash, 2);
-  const auto e = ledger_qk_by_name(layer_ledger(ledger_qk_qwen3_30b(true), s, true));
+  const auto e = test::bytes_by_name(layer_ledger(ledger_qk_qwen3_30b(true), s, true));
   EXPECT_EQ(e.at("attn.q_norm.input"), 2 * 4096 * (32 / 4) * 128);
   EXPECT_EQ(e.at("attn.q_norm.stats"), 4 * 4096 * (32 / 4));
   EXPECT_EQ(e.at("attn.k_norm.input"), 2 * 4096 * 1 * 128);  // 4 kv heads over tp 4
@@ -71,7 +65,7 @@ TEST(LedgerQk, LayerNormKeepsMeanAndRstd) {
   model_spec m = ledger_qk_qwen3_30b(true);
   m.norm = norm_kind::layernorm;
   const ledger_shape s(1024, 2, 1, false, 1, attention_kind::flash, 2);
-  const auto e = ledger_qk_by_name(layer_ledger(m, s, true));
+  const auto e = test::bytes_by_name(layer_ledger(m, s, true));
   EXPECT_EQ(e.at("attn.q_norm.stats"), 2 * 4 * 1024 * 2 * 32);
 }
 

@@ -27,16 +27,10 @@ ledger_shape deepseek_shape() {
   return s;
 }
 
-std::map<std::string, std::int64_t> by_name(const std::vector<ledger_entry>& v) {
-  std::map<std::string, std::int64_t> m;
-  for (const auto& e : v) m[e.name] = e.bytes;
-  return m;
-}
-
 TEST(Moe, DeepSeekV3LayerMeetsNvidiasTally) {
   const auto p = preset_problem("deepseek-v3");
   const auto ledger = layer_ledger(p.model, deepseek_shape(), true);
-  const auto e = by_name(ledger);
+  const auto e = test::bytes_by_name(ledger);
   // The routed path, from the script's formulas (s/t * etp * k rows; h 7168, k 8, F 2048):
   const std::int64_t s = 4096, h = 7168, k = 8, F = 2048;
   EXPECT_EQ(e.at("moe.experts.fc1.input"), 2 * s * k * h);        // permute out: 448 MiB

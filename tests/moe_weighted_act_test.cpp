@@ -25,19 +25,13 @@ model_spec weighted_act_toy(mlp_kind mlp) {
   return m;
 }
 
-std::map<std::string, std::int64_t> weighted_by_name(const std::vector<ledger_entry>& v) {
-  std::map<std::string, std::int64_t> m;
-  for (const auto& e : v) m[e.name] = e.bytes;
-  return m;
-}
-
 // s 16, b 2, tp 2 with sequence parallelism, etp 1: R = k * s/t * b * etp = 2 * 8 * 2 = 32 routed rows.
 // bf16: fc1's input 32 x 64 x 2 = 4096, fc1's output 32 x 32 x 2 = 2048, the weighted multiply's kept
 // activation 2048, fc2's input 2048, the unpermute's input 32 x 64 x 2 = 4096.
 TEST(MoeWeightedAct, GeluExpertsKeepTheActivationTheProbabilitiesMultiply) {
   ledger_shape s(16, 2, 2, true, 1, attention_kind::flash, 2);
   s.etp = 1;
-  const auto e = weighted_by_name(layer_ledger(weighted_act_toy(mlp_kind::gelu), s, true));
+  const auto e = test::bytes_by_name(layer_ledger(weighted_act_toy(mlp_kind::gelu), s, true));
   EXPECT_EQ(e.at("moe.experts.fc1.input"), 4096);
   EXPECT_EQ(e.at("moe.experts.fc1.output"), 2048);
   EXPECT_EQ(e.at("moe.experts.act.weighted"), 2048);
@@ -45,7 +39,7 @@ TEST(MoeWeightedAct, GeluExpertsKeepTheActivationTheProbabilitiesMultiply) {
   EXPECT_EQ(e.at("moe.unpermute.input"), 4096);
   // Expert tensor parallelism 2: twice the rows (etp ranks see the same tokens), half the width each.
   s.etp = 2;
-  EXPECT_EQ(weighted_by_name(layer_ledger(weighted_act_toy(mlp_kind::gelu), s, true))
+  EXPECT_EQ(test::bytes_by_name(layer_ledger(weighted_act_toy(mlp_kind::gelu), s, true))
                 .at("moe.experts.act.weighted"),
             2 * 64 * 16);
 }
@@ -70,10 +64,10 @@ TEST(MoeWeightedAct, MoeActRecomputeDropsIt) {
 // The fused SwiGLU path and the dense MLP have no such tensor.
 TEST(MoeWeightedAct, SwigluAndDenseLayersAreUnchanged) {
   ledger_shape s(16, 2, 1, false, 1, attention_kind::flash, 2);
-  EXPECT_EQ(weighted_by_name(layer_ledger(weighted_act_toy(mlp_kind::swiglu), s, true))
+  EXPECT_EQ(test::bytes_by_name(layer_ledger(weighted_act_toy(mlp_kind::swiglu), s, true))
                 .count("moe.experts.act.weighted"),
             0U);
-  EXPECT_EQ(weighted_by_name(layer_ledger(weighted_act_toy(mlp_kind::gelu), s, false))
+  EXPECT_EQ(test::bytes_by_name(layer_ledger(weighted_act_toy(mlp_kind::gelu), s, false))
                 .count("moe.experts.act.weighted"),
             0U);
 }
@@ -92,7 +86,7 @@ TEST(MoeWeightedAct, FunctionalTestEp8LayerByHand) {
   ledger_shape s(1024, 4, 1, false, 1, attention_kind::flash, 2);
   s.ep = 8;
   const auto gelu = layer_ledger(m, s, true);
-  EXPECT_EQ(weighted_by_name(gelu).at("moe.experts.act.weighted"), 16 * 1024 * 1024);
+  EXPECT_EQ(test::bytes_by_name(gelu).at("moe.experts.act.weighted"), 16 * 1024 * 1024);
   std::int64_t without = 0;
   for (const auto& e : gelu)
     if (e.name != "moe.experts.act.weighted") without += e.bytes;

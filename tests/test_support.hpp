@@ -85,6 +85,13 @@ inline ledger_shape op_shape(std::int64_t seq, std::int64_t b, int tp, int ep, i
   return s;
 }
 
+// Returns the bytes of each ledger entry, by name.
+inline std::map<std::string, std::int64_t> bytes_by_name(const std::vector<ledger_entry>& v) {
+  std::map<std::string, std::int64_t> m;
+  for (const auto& e : v) m[e.name] = e.bytes;
+  return m;
+}
+
 // Returns the bytes of each ledger entry the per-op policy keeps for backward, by name.
 inline std::map<std::string, std::int64_t> op_kept(const std::vector<ledger_entry>& v) {
   std::map<std::string, std::int64_t> kept;
