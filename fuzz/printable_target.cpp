@@ -1,7 +1,7 @@
 // printable_target.cpp: the printable fuzz target. The first two bytes give the length limit n (0 to 400),
 // the rest is the string. Invariants of headroom::printable(s, n) (planner/format.hpp): no byte below 0x20
-// and no DEL; well-formed UTF-8 with no C1 control, bidirectional embedding, override or isolate, and no
-// line or paragraph separator; at most max(n, 5) characters; the string itself when it was already safe and
+// and no DEL; well-formed UTF-8 with no C1 control, bidirectional embedding, override, isolate or mark, and
+// no line or paragraph separator; at most max(n, 5) characters; the string itself when it was already safe and
 // short enough, else its whole printable form or that form's start and end around "..."; and applying it
 // again changes nothing.
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace headroom::fuzz {
 namespace {
 
 // Returns the number of code points in `s` when it is well-formed UTF-8 holding none of the code points a
-// terminal misreads (C0 and C1 controls, DEL, bidirectional controls, U+2028 / U+2029); else npos.
+// terminal misreads (C0 and C1 controls, DEL, bidirectional controls and marks, U+2028 / U+2029); else npos.
 std::size_t safe_length(const std::string& s) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < s.size(); ++count) {
@@ -36,7 +36,7 @@ std::size_t safe_length(const std::string& s) {
     const char32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
     if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return std::string::npos;
     if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-        (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029)
+        (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x2028 || cp == 0x2029)
       return std::string::npos;
     i += n;
   }

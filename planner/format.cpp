@@ -119,7 +119,7 @@ std::string escaped(char32_t cp, bool byte) {
 }
 
 // True for the code points that move the cursor or reorder text: C1 controls, bidirectional embeddings,
-// overrides and isolates, the line and paragraph separators.
+// overrides, isolates and the left-to-right / right-to-left marks, the line and paragraph separators.
 bool unsafe_code_point(char32_t cp) {
   return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
          cp == 0x2028 || cp == 0x2029 || cp == 0x200e || cp == 0x200f;

@@ -31,7 +31,7 @@ std::string trim(double x, int decimals = 3);
 // The longest a string from a file or an argument may be when printed on its own (a name, a path, a note).
 inline constexpr std::size_t printable_max = 200;
 // Returns `s` safe to print to a terminal as part of one line: control characters (NUL, newline, ESC, DEL,
-// the C1 controls) and bidirectional overrides are written as escapes ("\n", "\x1b", "\u202e"), bytes that
+// the C1 controls) and bidirectional overrides and marks are written as escapes ("\n", "\x1b", "\u202e"), bytes that
 // are not UTF-8 as "\xHH", and a string longer than `max_len` characters is cut in the middle ("...") so
 // that its start and its end (a file name's extension, an error's cause) both stay. Every string read from
 // a file or a command line goes through this before any printer writes it; JSON outputs need not (JSON
