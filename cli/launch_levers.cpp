@@ -27,6 +27,8 @@ std::string megatron_flags(std::string_view flag, const std::string& v) {
   if (flag == "--seq") return "--seq-length " + v;
   if (flag == "--micro-batch") return "--micro-batch-size " + v;
   if (flag == "--offload-optimizer") return "--optimizer-cpu-offload";
+  if (flag == "--loss" && v == "compiled")  // language_module.py: the native implementation is the default
+    return "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native";
   // --attention-backend (megatron/training/arguments.py): unfused keeps the s x s scores, flash does not.
   if (flag == "--attention" && (v == "eager" || v == "flash"))
     return "--attention-backend " + std::string(v == "eager" ? "unfused" : "flash");
@@ -38,6 +40,7 @@ std::string megatron_absent(std::string_view flag, const std::string& v) {
   if (flag == "--sequence-parallel" && v == "off") return "--sequence-parallel";
   if (flag == "--recompute" && v == "none") return "--recompute-granularity and its --recompute-* flags";
   if (flag == "--zero" && v == "0") return "--use-distributed-optimizer";
+  if (flag == "--loss" && v == "fused") return "--cross-entropy-loss-fusion";
   return "";
 }
 

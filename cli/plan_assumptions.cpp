@@ -66,9 +66,14 @@ std::string assumption_lines(const problem& p, const plan_options& o) {
           : "flash: no s x s scores are kept (--attention eager)";
   if (hf_default_attention(o))
     attention += "; transformers' default, SDPA, for an --hf-config";
-  const char* loss = p.training.loss == loss_kind::fused
-                         ? "fused: Megatron's vocab-parallel cross-entropy, 6 bytes per logit (--loss unfused)"
-                         : "unfused: F.cross_entropy on upcast logits, 12 bytes per logit at its peak, 16 under tp (--loss fused)";
+  const char* loss =
+      p.training.loss == loss_kind::fused
+          ? "fused: Megatron's vocab-parallel cross-entropy, 6 bytes per logit (--loss unfused)"
+      : p.training.loss == loss_kind::compiled
+          ? "compiled: Megatron's --cross-entropy-loss-fusion, the vocab-parallel cross-entropy under "
+            "torch.compile, 10 bytes per logit (--loss fused)"
+          : "unfused: F.cross_entropy on upcast logits, 12 bytes per logit at its peak, 16 under tp (--loss "
+            "fused)";
   const auto& r = p.device.reserve;
   std::string reserve = r.fixed_only() ? gib_str(r.fixed, 1) + " GiB, " + printable(r.source)
                                        : "calibrated: " + printable(r.source);

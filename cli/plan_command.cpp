@@ -121,7 +121,8 @@ void add_problem_options(CLI::App* c, plan_options& o) {
       ->capture_default_str();
   c->add_option("--loss", o.loss,
                 "How the loss holds the logits: fused (Megatron's vocab-parallel cross-entropy, 6 bytes per "
-                "logit) or unfused (F.cross_entropy on upcast logits, 12 bytes per logit at its peak)")
+                "logit), compiled (the same under torch.compile, Megatron's --cross-entropy-loss-fusion: 10) "
+                "or unfused (F.cross_entropy on upcast logits, 12 bytes per logit at its peak)")
       ->check(CLI::IsMember(names_of<loss_kind>()))
       ->capture_default_str();
   c->add_flag("--offload-optimizer", o.offload,

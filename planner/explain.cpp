@@ -310,13 +310,17 @@ void explain_total(std::ostream& o, const problem& p, const breakdown& b) {
       << " tokens * " << (m.vocab + l.tp - 1) / l.tp << " logits * "
       << (p.training.loss == loss_kind::fused
               ? "(4 fp32 softmax + " + std::to_string(p.precision.activation_bytes) + " gradient)"
-          : l.tp > 1 ? "(4 saved log_softmax + 4 zeros gradient + 4 exp + 4 their sum: loss_parallel's backward peak)"
+          : p.training.loss == loss_kind::compiled
+              ? "(4 fp32 softmax + 4 the compiled step's result + " +
+                    std::to_string(p.precision.activation_bytes) + " gradient)"
+          : l.tp > 1 ? "(4 saved log_softmax + 4 zeros gradient + 4 exp + 4 their sum: loss_parallel's "
+                       "backward peak)"
                      : "(4 saved log_softmax + 4 its gradient + 4 the input's gradient: the backward peak)")
       << " bytes"
-      << (m.moe.mtp_layers > 0
-              ? " + " + std::to_string(m.moe.mtp_layers) + " MTP module(s) * 4 bytes per logit (each one's saved " +
-                    (p.training.loss == loss_kind::fused ? "softmax" : "log_softmax") + ")"
-              : "")
+      << (m.moe.mtp_layers > 0 ? " + " + std::to_string(m.moe.mtp_layers) +
+                                     " MTP module(s) * 4 bytes per logit (each one's saved " +
+                                     (p.training.loss != loss_kind::unfused ? "softmax" : "log_softmax") + ")"
+                               : "")
       << " + per-token loss terms"
       << (p.training.loss == loss_kind::unfused ? " + the final norm's and output layer's saved inputs" : "")
       << " = " << gib_str(w.output_phase, 2) << " GiB\n";

@@ -68,9 +68,11 @@ constexpr std::int64_t fully_recomputed_layers(recompute_mode r, std::int64_t la
 // torchtitan's per-op policy its compiled region's inputs q, k, v too (ledger.cpp, op_policy_entries).
 enum class attention_kind { eager, flash, flex };
 // How the loss holds the logits (docs/model.md, "The output phase"): fused = Megatron's vocab-parallel
-// cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); unfused = PyTorch's
-// F.cross_entropy on upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
-enum class loss_kind { fused, unfused };
+// cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); compiled = the same steps
+// under torch.compile (Megatron's --cross-entropy-loss-fusion, its native implementation), whose in-place
+// steps on the fp32 copy write a second fp32 buffer back into it; unfused = PyTorch's F.cross_entropy on
+// upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
+enum class loss_kind { fused, compiled, unfused };
 
 // The names of an enum's values, one table per enum: to_string, parse_name, names_of (the CLI's check)
 // and names_phrase (error messages) all read it. Listed in the order the CLI offers them.
@@ -99,8 +101,8 @@ inline constexpr enum_name<recompute_mode> recompute_mode_names[] = {
 static_assert(std::size(recompute_mode_names) == recompute_mode_count);
 inline constexpr enum_name<attention_kind> attention_names[] = {
     {attention_kind::eager, "eager"}, {attention_kind::flash, "flash"}, {attention_kind::flex, "flex"}};
-inline constexpr enum_name<loss_kind> loss_names[] = {{loss_kind::fused, "fused"},
-                                                      {loss_kind::unfused, "unfused"}};
+inline constexpr enum_name<loss_kind> loss_names[] = {
+    {loss_kind::fused, "fused"}, {loss_kind::compiled, "compiled"}, {loss_kind::unfused, "unfused"}};
 // Returns the name table of E (chosen by the argument's type; its value is ignored).
 constexpr std::span<const enum_name<recompute_mode>> name_table(recompute_mode) {
   return recompute_mode_names;

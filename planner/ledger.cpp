@@ -22,12 +22,13 @@ ledger_shape shape_of(const problem& p, const layout& l) {
   return s;
 }
 
-namespace {
-std::int64_t product(const std::vector<std::int64_t>& shape, std::int64_t dtype) {
+std::int64_t detail::entry_bytes(const std::vector<std::int64_t>& shape, std::int64_t dtype) {
   std::int64_t r = dtype;
   for (auto d : shape) r = detail::checked_mul(r, d, "activation ledger");
   return r;
 }
+
+namespace {
 constexpr std::uint32_t bit(recompute_module m) {
   return module_bit(m);
 }
@@ -215,7 +216,7 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
   auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype,
                  act_role role, std::uint32_t modules = 0) {
     ledger_entry e{std::move(name), std::move(formula) + cpdiv, std::move(shape), dtype, 0, role, modules};
-    e.bytes = product(e.shape, dtype);
+    e.bytes = detail::entry_bytes(e.shape, dtype);
     out.push_back(std::move(e));
   };
   const std::string T = s.sp ? "/t" : "";
@@ -328,7 +329,7 @@ void backward_gradients(const model_spec& m, const ledger_shape& s, std::int64_t
   const std::string T = s.sp ? "/t" : "", a16 = std::to_string(act), cpdiv = s.cp > 1 ? "/cp" : "";
   auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype) {
     ledger_entry e{std::move(name), std::move(formula) + cpdiv, std::move(shape), dtype, 0, act_role::saved};
-    e.bytes = product(e.shape, dtype);
+    e.bytes = detail::entry_bytes(e.shape, dtype);
     out.push_back(std::move(e));
   };
   add("grad.layer_output", a16 + "*s*b*h" + T, {s_sp, b, m.hidden}, act);
@@ -372,116 +373,6 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
   }
   backward_gradients(m, s, unsharded_grad_bytes, moe_layer, out);
   return out;
-}
-
-std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s) {
-  const std::int64_t tokens = detail::checked_mul(s.seq / s.cp, s.micro_batch, "logits");
-  const std::int64_t v = (m.vocab + s.tp - 1) / s.tp;
-  const std::int64_t act = s.activation_bytes;
-  std::vector<ledger_entry> out;
-  const std::string cpdiv = s.cp > 1 ? "/cp" : "";
-  // The step after every other of either unfused order: tensors kept to the end of the phase.
-  constexpr int phase_end = 9;
-  auto add = [&](std::string name, std::string formula, std::vector<std::int64_t> shape, std::int64_t dtype,
-                 int made, int freed) {
-    ledger_entry e{std::move(name), std::move(formula), shape, dtype, product(shape, dtype), act_role::saved};
-    e.made = made;
-    e.freed = freed;
-    out.push_back(std::move(e));
-  };
-  auto logit = [&](std::string name, std::int64_t dtype, int made, int freed) {
-    add(std::move(name), std::to_string(dtype) + "*s*b*V/t" + cpdiv, {tokens, v}, dtype, made, freed);
-  };
-  auto token = [&](std::string name, std::int64_t dtype, int made, int freed) {
-    add(std::move(name), std::to_string(dtype) + "*s*b" + cpdiv, {tokens}, dtype, made, freed);
-  };
-  if (s.loss == loss_kind::fused) {
-    // Megatron's _VocabParallelCrossEntropy: logits.float() is exponentiated and normalised in place and
-    // saved; backward turns it into the gradient in place; the output layer's backward gets it cast back.
-    // The forward peak (bf16 logits + their fp32 copy) holds the same 6 bytes per logit, so one step.
-    logit("output.softmax", 4, 0, 0);
-    logit("output.logits.grad", act, 0, 0);
-    token("output.loss", 4, 0, 0);
-    token("output.target_mask", 1, 0, 0);
-    token("output.masked_target", 8, 0, 0);
-    // Each MTP module's loss (process_mtp_loss, multi_token_prediction.py @ d98e8a64) runs the same fused
-    // cross-entropy in forward, before the main loss: its softmax is saved until its backward, after the main
-    // loss's, so every one is alive at the main loss's peak.
-    for (int k = 0; k < m.moe.mtp_layers; ++k) {
-      const std::string mtp = "output.mtp" + std::to_string(k) + ".";
-      logit(mtp + "softmax", 4, 0, 0);
-      token(mtp + "loss", 4, 0, 0);
-      token(mtp + "target_mask", 1, 0, 0);
-      token(mtp + "masked_target", 8, 0, 0);
-    }
-  } else {
-    // torchtitan's final norm and output layer (pytorch/torchtitan@9dec370 models/norms.py RMSNorm,
-    // parallelize_llama.py l.129-143): the norm saves its fp32 upcast input and its bf16 output (sequence-
-    // sharded under tp), the output linear the gathered bf16 input (ColwiseParallel, input Shard(1) made
-    // Replicate), all alive from the forward's end to the output layer's backward.
-    const std::int64_t sp_tokens = s.tp > 1 && s.sp ? tokens / s.tp : tokens;
-    auto hidden = [&](std::string name, std::int64_t dtype, std::int64_t rows, const char* rows_formula) {
-      add(std::move(name), std::to_string(dtype) + "*" + rows_formula + "*h" + cpdiv, {rows, m.hidden}, dtype, 0,
-          phase_end);
-    };
-    const char* sp_formula = sp_tokens != tokens ? "s*b/t" : "s*b";
-    hidden("output.norm.input.fp32", 4, sp_tokens, sp_formula);
-    hidden("output.norm.output", act, sp_tokens, sp_formula);
-    hidden("output.linear.input", act, tokens, "s*b");
-    // An MTP module's loss, made before the main one, keeps its saved log_softmax until its backward.
-    for (int k = 0; k < m.moe.mtp_layers; ++k) {
-      logit("output.mtp" + std::to_string(k) + ".log_softmax", 4, 0, phase_end);
-      token("output.mtp" + std::to_string(k) + ".loss", 4, 0, phase_end);
-    }
-    if (s.tp == 1) {
-      // F.cross_entropy(pred.flatten(0, 1).float(), labels), then `del pred` before loss.backward()
-      // (pytorch/torchtitan@9dec370 train.py l.130-134, l.303-308): forward makes the bf16 logits (step 0),
-      // their fp32 copy (1) and log_softmax's output, the one tensor it saves (2); nll_loss makes the loss
-      // (3), after which the copy and the logits are gone. Backward: nll_loss_backward makes the gradient of
-      // the saved output (4), _log_softmax_backward_data the gradient of its input (5), after which the saved
-      // output and the first gradient are freed; _to_copy's backward casts it to bf16 (6). PyTorch's autograd
-      // measures 12 bytes per logit at the peak (tests/loss_phase_test.py).
-      logit("output.logits", act, 0, 3);
-      logit("output.logits.fp32", 4, 1, 3);
-      logit("output.log_softmax", 4, 2, 5);
-      token("output.loss", 4, 3, phase_end);
-      logit("output.log_softmax.grad", 4, 4, 5);
-      logit("output.logits.fp32.grad", 4, 5, 6);
-      logit("output.logits.grad", act, 6, phase_end);
-    } else {
-      // tp > 1: torchtitan runs the loss under loss_parallel() on vocab-sharded logits (the output layer's
-      // output_layouts=Shard(-1)), whose DTensor handlers compute it (pytorch/pytorch
-      // torch/distributed/tensor/parallel/loss.py, _log_softmax and _nll_loss_and_log_softmax_backward):
-      // forward shifted = x - max (step 2) and exp(shifted) for the sum, a temporary (2), then the result
-      // (3), which log_softmax saves; backward a zeros_like gradient (5), exp(result) and the sum
-      // (grad_input + exp) (6), then the product with the incoming gradient (7), returned through the
-      // no-op log_softmax backward and cast to bf16 (8): 16 bytes per logit at the backward peak.
-      logit("output.logits", act, 0, 4);
-      logit("output.logits.fp32", 4, 1, 4);
-      logit("output.log_softmax.shifted", 4, 2, 3);
-      logit("output.log_softmax.exp", 4, 2, 2);
-      logit("output.log_softmax", 4, 3, 7);
-      token("output.loss", 4, 4, phase_end);
-      logit("output.nll.grad_input", 4, 5, 7);
-      logit("output.nll.exp", 4, 6, 6);
-      logit("output.nll.sum", 4, 6, 7);
-      logit("output.logits.fp32.grad", 4, 7, 8);
-      logit("output.logits.grad", act, 8, phase_end);
-    }
-  }
-  return out;
-}
-
-std::int64_t output_phase_peak(const std::vector<ledger_entry>& phase) {
-  std::int64_t live = 0, peak = 0;
-  walk_output_phase(
-      phase,
-      [&](std::size_t i) {
-        live = detail::checked_add(live, phase[i].bytes, "output phase");
-        peak = std::max(peak, live);
-      },
-      [&](std::size_t i) { live -= phase[i].bytes; });
-  return peak;
 }
 
 peak_sums sum_peaks(const model_spec& m, const ledger_shape& s) {
@@ -529,11 +420,15 @@ std::vector<ledger_entry> mtp_module_tensors(const model_spec& m, const ledger_s
   const std::string tdiv = std::string(s.sp ? "/t" : "") + (s.cp > 1 ? "/cp" : "");
   auto add = [&](const char* name, std::int64_t width, std::int64_t dtype, act_role role) {
     ledger_entry e{name,
-                   std::to_string(dtype) + "*s*b" + (width == 1 ? "" : width == m.hidden ? "*h" : "*2h") + tdiv,
+                   std::to_string(dtype) + "*s*b" +
+                       (width == 1          ? ""
+                        : width == m.hidden ? "*h"
+                                            : "*2h") +
+                       tdiv,
                    width == 1 ? std::vector<std::int64_t>{rows, s.micro_batch}
                               : std::vector<std::int64_t>{rows, s.micro_batch, width},
                    dtype,
-                   product({rows, s.micro_batch, width}, dtype),
+                   detail::entry_bytes({rows, s.micro_batch, width}, dtype),
                    role};
     e.op_saved = true;  // no per-op policy runs an MTP module: kept
     out.push_back(std::move(e));
@@ -556,7 +451,7 @@ std::vector<ledger_entry> first_stage_tensors(const model_spec& m, const ledger_
                  std::string("1*s*b*h") + (s.sp ? "/t" : "") + (s.cp > 1 ? "/cp" : ""),
                  {s_sp, s.micro_batch, m.hidden},
                  1,
-                 product({s_sp, s.micro_batch, m.hidden}, 1),
+                 detail::entry_bytes({s_sp, s.micro_batch, m.hidden}, 1),
                  act_role::saved});
   return out;
 }
@@ -566,10 +461,4 @@ std::int64_t total_bytes(const std::vector<ledger_entry>& entries) {
   for (const auto& e : entries) s = detail::checked_add(s, e.bytes, "ledger");
   return s;
 }
-
-std::int64_t logits_bytes(const model_spec& m, const ledger_shape& s) {
-  std::int64_t tokens = detail::checked_mul(s.seq / s.cp, s.micro_batch, "logits");
-  return detail::checked_mul(detail::checked_mul(tokens, (m.vocab + s.tp - 1) / s.tp, "logits"), 4, "logits");
-}
-
 }  // namespace headroom

@@ -164,7 +164,9 @@ std::vector<ledger_entry> backward_working_set(const model_spec& m, const ledger
 // upcast logits, the logits released before backward as torchtitan's train loop does): bf16 logits, their
 // fp32 copy and log_softmax's saved fp32 output in forward; in backward nll_loss's gradient of that output
 // and log_softmax's gradient of its input beside the saved output (the peak, 12 bytes per logit), then the
-// bf16 gradient cast back. docs/model.md section 10 gives the sources and the measurement.
+// bf16 gradient cast back. compiled (Megatron's --cross-entropy-loss-fusion): fused's tensors and one more fp32
+// logits-sized result of the compiled steps, 10 bytes per logit. docs/model.md section 10 gives the sources and
+// the measurements; output_phase.cpp holds the three.
 std::vector<ledger_entry> output_phase_tensors(const model_spec& m, const ledger_shape& s);
 
 // Walks the output phase in its order, the one rule for the planner's peak and the step trace: each step
@@ -226,6 +228,11 @@ std::vector<ledger_entry> mtp_module_tensors(const model_spec& m, const ledger_s
 
 // Returns the sum of the entries' bytes.
 std::int64_t total_bytes(const std::vector<ledger_entry>& entries);
+
+namespace detail {
+// Returns the bytes of a tensor of `shape` with `dtype` bytes per element; throws bad_input on overflow.
+std::int64_t entry_bytes(const std::vector<std::int64_t>& shape, std::int64_t dtype);
+}  // namespace detail
 
 // Returns the bytes of one fp32 copy of the logits on the last stage (tokens x vocab / tp x 4). The reference
 // total leaves logits to the reserve; the planner reports them but does not add them.

@@ -76,7 +76,7 @@ TEST(Layout, OneNameTablePerEnum) {
   EXPECT_EQ(names_phrase<recompute_mode>(),
             "none, selective, full, selective-op, full-every-2, full-every-3, full-every-4, full-every-5, "
             "full-every-6, full-every-7 or full-every-8");
-  EXPECT_EQ(names_phrase<loss_kind>(), "fused or unfused");
+  EXPECT_EQ(names_phrase<loss_kind>(), "fused, compiled or unfused");
 }
 
 TEST(Layout, DefaultsAreTheLibrarys) {

@@ -131,6 +131,11 @@ TEST(Ledger, OutputPhaseAsEachLossHoldsIt) {
   ledger_shape s{2048, 1, 1, false, 1, attention_kind::eager, 2, loss_kind::fused};
   // fp32 softmax (saved, becomes the gradient in place) + bf16 gradient; per token loss, mask, target.
   EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), tokens * v * (4 + 2) + tokens * (4 + 1 + 8));
+  // The same steps compiled (--cross-entropy-loss-fusion): the compiled functions' own fp32 result beside the
+  // copy they write it back into, 4 + 4 + 2 bytes per logit.
+  s.loss = loss_kind::compiled;
+  EXPECT_EQ(total_bytes(output_phase_tensors(m, s)), tokens * v * (4 + 4 + 2) + tokens * (4 + 1 + 8));
+  EXPECT_EQ(output_phase_peak(output_phase_tensors(m, s)), total_bytes(output_phase_tensors(m, s)));
   s.loss = loss_kind::unfused;
   // In forward the bf16 logits, their fp32 copy and log_softmax's output (10 bytes); in backward, the peak,
   // log_softmax's saved output, its gradient and the input's gradient (+ the loss); then the bf16 cast.

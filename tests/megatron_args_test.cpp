@@ -332,6 +332,29 @@ TEST(MegatronArgs, DerivedDefaults) {
   EXPECT_TRUE(contains(l.unmodelled, "--recompute-modules: module 'gdp_qkv'"));
 }
 
+// The loss as language_module.py's compute_language_model_loss chooses it (d98e8a64 l.161-205): the plain
+// vocab-parallel cross-entropy; under --cross-entropy-loss-fusion the compiled one (the native implementation,
+// Megatron's default) or TransformerEngine's kernel (te); any other implementation is refused, as argparse does.
+TEST(MegatronArgs, CrossEntropyFusionChoosesTheLoss) {
+  const std::string model = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 1000 ";
+  EXPECT_EQ(import_megatron_args(model, "t").loss, loss_kind::fused);
+  EXPECT_EQ(import_megatron_args(model + "--cross-entropy-loss-fusion", "t").loss, loss_kind::compiled);
+  EXPECT_EQ(
+      import_megatron_args(model + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native", "t")
+          .loss,
+      loss_kind::compiled);
+  EXPECT_EQ(
+      import_megatron_args(model + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te", "t").loss,
+      loss_kind::fused);
+  // The implementation alone changes nothing: without the fusion flag Megatron never reads it.
+  EXPECT_EQ(import_megatron_args(model + "--cross-entropy-fusion-impl te", "t").loss, loss_kind::fused);
+  EXPECT_NE(test::bad_input_of([&] {
+              import_megatron_args(model + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl triton",
+                                   "t");
+            }).find("--cross-entropy-fusion-impl"),
+            std::string::npos);
+}
+
 TEST(MegatronArgs, ShellForms) {
   const auto l = import_megatron_args(R"(#!/bin/bash
 GPUS_PER_NODE=4; NNODES=${NNODES:-2}

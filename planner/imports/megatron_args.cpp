@@ -172,6 +172,7 @@ launch_import megatron_reader::run() {
 launch_import megatron_reader::read_all() {
   classify();
   read_parallel();
+  read_loss();
   read_model();
   read_split();
   read_precision();
@@ -232,6 +233,30 @@ void megatron_reader::read_parallel() {
     derive("attention", local ? "eager" : "flash",
            local ? "--transformer-impl local: the unfused attention core"
                  : "--attention-backend absent: Megatron's default auto runs TransformerEngine's fused kernels");
+  }
+}
+
+// The loss as compute_language_model_loss runs it (megatron/core/models/common/language_module/
+// language_module.py l.161-205 at d98e8a64): the vocab-parallel cross-entropy, compiled under
+// --cross-entropy-loss-fusion with its default native implementation, TransformerEngine's kernel with te.
+void megatron_reader::read_loss() {
+  const auto impl = choice("--cross-entropy-fusion-impl", {"native", "te"});
+  if (!has("--cross-entropy-loss-fusion")) {
+    m_out.loss = loss_kind::fused;  // tensor_parallel.vocab_parallel_cross_entropy, the planner's default
+  } else if (impl.value_or("native") == "native") {
+    m_out.loss = loss_kind::compiled;
+    derive("loss", "compiled",
+           "--cross-entropy-loss-fusion" +
+               std::string(impl ? " with --cross-entropy-fusion-impl native" : "") +
+               ": fused_vocab_parallel_cross_entropy under torch.compile, 10 bytes per logit");
+  } else {
+    // TransformerEngine's parallel_cross_entropy keeps the bf16 logits and, since TE 01bbe3e (2026-07), an fp32
+    // gradient (transformer_engine/pytorch/triton/cross_entropy.py): 6 bytes per logit, as the unfused path.
+    // Earlier TE wrote the gradient into the logits in place, so this prices at most 4 bytes per logit high.
+    m_out.loss = loss_kind::fused;
+    derive("loss", "fused",
+           "--cross-entropy-fusion-impl te: TransformerEngine's kernel keeps the bf16 logits and an fp32 "
+           "gradient, 6 bytes per logit");
   }
 }
 

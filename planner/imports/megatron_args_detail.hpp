@@ -48,6 +48,7 @@ class megatron_reader {
   void unmodelled(const std::string& flag, const std::string& why);
 
   void read_parallel();
+  void read_loss();
   std::optional<std::int64_t> known_vocab(std::string* why) const;
   std::int64_t read_vocab();
   void read_model();

@@ -107,6 +107,8 @@ constexpr megatron_flag read_flags[] = {
     {"--attention-backend", fa::one, rd, ""},
     {"--moe-grouped-gemm", fa::none, rd, ""},
     {"--deterministic-mode", fa::none, rd, ""},
+    {"--cross-entropy-loss-fusion", fa::none, rd, ""},
+    {"--cross-entropy-fusion-impl", fa::one, rd, ""},
 };
 
 // Flags that change memory and that the planner does not model: listed, and refused by the CLI unless
@@ -162,7 +164,6 @@ constexpr const char* unused_flags[] = {
     "--no-save-optim",
     "--no-save-rng",
     "--no-check-for-nan-in-loss-and-grad",
-    "--cross-entropy-fusion-impl",
     "--manual-gc",
     "--manual-gc-interval",
     "--transformer-impl",
@@ -317,7 +318,6 @@ constexpr const char* unused_flags[] = {
     "--log-energy",
     "--ckpt-fully-parallel-load",
     "--ckpt-assume-constant-structure",
-    "--cross-entropy-loss-fusion",  // Megatron's vocab-parallel cross-entropy either way: the planner's "fused"
 };
 
 std::unordered_map<std::string_view, megatron_flag> build_index() {
