@@ -251,3 +251,35 @@ TEST(CliImportFixes, ALayoutRefusalNamesTheLaunchAndItsChange) {
 }
 
 }  // namespace
+
+namespace {
+
+// A Megatron launch with --cross-entropy-loss-fusion plans the compiled loss (10 bytes per logit), and the
+// command line's --loss may not contradict it: the refusal names the launch's own flag to drop or append, and
+// that launch, run, plans the other loss.
+TEST(ImportFixes, MegatronLossFusionIsTheCompiledLossAndItsFixesPlan) {
+  const std::string model =
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 1000 "
+      "--seq-length 128 --micro-batch-size 2 --bf16";
+  const std::string tail = " --gpus 1 --gpu-mem 80 --json";
+  const auto fused = run("plan --megatron-args \"" + model + " --cross-entropy-loss-fusion\"" + tail);
+  planned(fused);
+  const auto j = nlohmann::json::parse(fused.out);
+  EXPECT_EQ(j["training"]["loss"], "compiled");
+  // 128 x 2 tokens x 1024 columns (1000 padded to Megatron's multiple of 128) x (4 softmax + 4 the compiled
+  // result + 2 gradient) + 13 bytes a token.
+  EXPECT_EQ(j["stages"][0]["output_phase_bytes"], 128 * 2 * 1024 * 10 + 128 * 2 * 13);
+  refused_with(run("plan --megatron-args \"" + model + " --cross-entropy-loss-fusion\" --loss fused" + tail),
+               "drop --cross-entropy-loss-fusion from --megatron-args");
+  refused_with(run("plan --megatron-args \"" + model + "\" --loss compiled" + tail),
+               "append --cross-entropy-loss-fusion --cross-entropy-fusion-impl native to --megatron-args");
+  const auto native = run("plan --megatron-args \"" + model +
+                          " --cross-entropy-loss-fusion --cross-entropy-fusion-impl native\"" + tail);
+  planned(native);
+  EXPECT_EQ(nlohmann::json::parse(native.out)["training"]["loss"], "compiled");
+  refused_with(run("plan --megatron-args \"" + model +
+                   " --cross-entropy-loss-fusion --cross-entropy-fusion-impl cudnn\"" + tail),
+               "--cross-entropy-fusion-impl");
+}
+
+}  // namespace
