@@ -18,8 +18,12 @@ constexpr std::int64_t MiB = 1024 * 1024;
 // MI300X datasheet (1307). Links: NVLink 3 600 GB/s, NVLink 4 900 GB/s, NVLink 5 1800 GB/s (bidirectional
 // per GPU, halved here to one direction), Infinity Fabric 7 x 64 GB/s; one 400 Gb/s NIC per GPU. FP8 tensor
 // cores: Hopper and Blackwell (NVIDIA's H100 and B200 datasheets), CDNA3 (AMD's MI300X datasheet); Ampere has
-// none (NVIDIA's A100 datasheet lists FP16, BF16, TF32, INT8 and INT4 tensor cores only).
-constexpr std::array<gpu_type, 7> table = {{
+// none (NVIDIA's A100 datasheet lists FP16, BF16, TF32, INT8 and INT4 tensor cores only). GB200: a Blackwell
+// GPU of the Grace-Blackwell superchip at 1,200 W, 2500 dense bf16 (NVIDIA's Blackwell technical brief as
+// glennklockwood.com/garden/processors/B200 tabulates it), NVLink 5, four GPUs to a compute tray (the GB200
+// recipes, NVIDIA/Megatron-LM:tests/test_utils/recipes/gb200/*.yaml, launch 4 per node; an NVL72 rack's
+// NVLink domain is larger: give --gpus-per-node for it).
+constexpr std::array<gpu_type, 8> table = {{
     {"a100-40gb", 40960 * MiB, 312, 300, 25, 8,
      "nvidia-smi total 40960 MiB (modal-labs/modal-client PR #2797)", "sm80", false},
     {"a100-80gb", 81920 * MiB, 312, 300, 25, 8,
@@ -33,6 +37,10 @@ constexpr std::array<gpu_type, 7> table = {{
      "nvidia-smi total 143771 MiB on the H200 this project borrows (tool library device/KINDS.md)", "sm90", true},
     {"b200-192gb", static_cast<std::int64_t>(178.35 * 1024) * MiB, 2250, 900, 50, 8,
      "CUDA totalGlobalMem 178.35 GiB (pytorch/ao PR #4002); the marketing 192 GB is not what a process gets",
+     "sm100", true},
+    {"gb200-186gb", 189471 * MiB, 2500, 900, 50, 4,
+     "nvidia-smi total 189471 MiB on four NVIDIA GB200, driver 590.48.01 "
+     "(SlinkyProject/slurm-operator@f2ed3fc5 docs/installation.md); the marketing 186 GB per GPU",
      "sm100", true},
     {"mi300x-192gb", 196592 * MiB, 1307, 448, 50, 8,
      "assumed: 192 GiB less 16 MiB as rocm-smi is commonly quoted; not measured here", "gfx942", true},

@@ -23,6 +23,23 @@ TEST(GpuChecks, DeviceNamesMatchTheirTypeByFamilyAndSize) {
   EXPECT_TRUE(device_name_may_be("NVIDIA H200", find_gpu_type("h200-141gb")));
   EXPECT_TRUE(device_name_may_be("AMD Instinct MI300X", find_gpu_type("mi300x-192gb")));
   EXPECT_FALSE(device_name_may_be("NVIDIA H200", find_gpu_type("b200-192gb")));
+  // A GB200's Blackwell GPU names itself "NVIDIA GB200" (nvidia-smi in SlinkyProject/slurm-operator's
+  // installation guide); an HGX B200 is not one.
+  EXPECT_TRUE(device_name_may_be("NVIDIA GB200", find_gpu_type("gb200-186gb")));
+  EXPECT_FALSE(device_name_may_be("NVIDIA B200", find_gpu_type("gb200-186gb")));
+}
+
+// The GB200 total nvidia-smi prints there, 189471 MiB (185.03 GiB), passes the device check; an 80 GiB total
+// under that name does not.
+TEST(GpuChecks, AGb200TotalIsTheGb200s) {
+  using headroom::device_total_may_be;
+  const std::int64_t mib = 1024 * 1024;
+  EXPECT_EQ(headroom::find_gpu_type("gb200-186gb").capacity, 189471 * mib);
+  EXPECT_TRUE(device_total_may_be("NVIDIA GB200", 189471 * mib));
+  EXPECT_TRUE(device_total_may_be("NVIDIA GB200", static_cast<std::int64_t>(185.03 * 1024) * mib));
+  EXPECT_FALSE(device_total_may_be("NVIDIA GB200", 81559 * mib));
+  EXPECT_EQ(headroom::find_gpu_type("gb200-186gb").gpus_per_node, 4);
+  EXPECT_STREQ(headroom::find_gpu_type("gb200-186gb").arch, "sm100");
 }
 
 // Class C: every way a plan trains in FP8 (a recipe named, a torchtitan float8 converter) on an Ampere GPU.
@@ -80,7 +97,8 @@ namespace {
 TEST(GpuChecks, GpusListsEveryTypeTheFlagTakes) {
   const result r = run("gpus");
   EXPECT_EQ(r.status, 0) << r.err;
-  for (const char* name : {"a100-40gb", "h100-80gb", "h200-141gb", "b200-192gb", "mi300x-192gb"})
+  for (const char* name :
+       {"a100-40gb", "h100-80gb", "h200-141gb", "b200-192gb", "gb200-186gb", "mi300x-192gb"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   const result j = run("gpus --json");
   ASSERT_EQ(j.status, 0) << j.err;
