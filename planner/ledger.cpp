@@ -68,6 +68,9 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
   const std::uint32_t shared = bit(recompute_module::shared_experts) | moe;
   const std::int64_t E = x.experts, R = routed_rows(m, s), etp = s.expert_tp();
   const std::int64_t fe = x.expert_ffn / etp, fc1 = m.mlp == mlp_kind::swiglu ? 2 * fe : fe;
+  // --no-bias-swiglu-fusion (docs/model.md, "Megatron's unfused paths"): glu() keeps silu(gate) and
+  // up + glu_linear_offset beside fc1's output, and the experts' probabilities multiply keeps glu's output.
+  const bool unfused_glu = m.mlp == mlp_kind::swiglu && m.runs_unfused(unfused_path::swiglu);
   add("moe.input", a16 + "*s*b*h" + T, {s_sp, b, h}, act, act_role::saved, norm_out);
   add("moe.router.probs", a16 + "*s*b*E" + T, {s_sp, b, E}, act, act_role::saved, moe);
   add("moe.routing_map", "8*s*b*E" + T, {s_sp, b, E}, 8, act_role::saved, moe);
@@ -75,6 +78,10 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
     const std::int64_t fs = x.shared_ffn / t, sfc1 = m.mlp == mlp_kind::swiglu ? 2 * fs : fs;
     add("moe.shared.fc1.output", a16 + "*s*b*" + (sfc1 == fs ? "" : "2*") + "Fs/t", {s_local, b, sfc1}, act,
         act_role::saved, shared);
+    if (unfused_glu) {  // glu() as in mlp.py l.318-333 (SharedExpertMLP is an MLP)
+      add("moe.shared.silu.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
+      add("moe.shared.up.offset", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
+    }
     add("moe.shared.act.output", lin16 + "*s*b*Fs/t", {s_local, b, fs}, lin, act_role::saved, shared | act_mod);
   }
   // R routed rows (routed_rows): the experts' input after dispatch, fc1's output (2F wide for SwiGLU), the
@@ -86,8 +93,13 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
   // The experts weight each row by its routing probability after the activation, act(fc1) * probs, and that
   // multiply keeps its activation operand for the probabilities' gradient (Megatron-Core @ d98e8a64
   // experts.py l.1012-1016 TEGroupedMLP, mlp.py l.336-340 SequentialMLP's experts). SwiGLU runs the fused
-  // weighted_bias_swiglu_impl (Megatron's default), which keeps only fc1's output and the probabilities.
-  if (m.mlp != mlp_kind::swiglu)
+  // weighted_bias_swiglu_impl (Megatron's default), which keeps only fc1's output and the probabilities;
+  // unfused, glu() then the multiply (experts.py l.996-1014).
+  if (unfused_glu) {
+    add("moe.experts.silu.output", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
+    add("moe.experts.up.offset", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
+  }
+  if (m.mlp != mlp_kind::swiglu || unfused_glu)
     add("moe.experts.act.weighted", a16 + "*R*F/etp", {R, fe}, act, act_role::saved, moe | act_mod);
   add("moe.experts.act.output", lin16 + "*R*F/etp", {R, fe}, lin, act_role::saved, moe | act_mod);
   add("moe.unpermute.input", a16 + "*R*h/etp", {R / etp, h}, act, act_role::saved, moe);
@@ -113,6 +125,42 @@ void qk_norm_entries(const model_spec& m, const ledger_shape& s, Add& add) {
   add("attn.k_norm.stats", st + "*s*b*kv/t", {s_local, b, kv * stats}, 4, act_role::saved);
 }
 
+// Adds, through `add`, what --no-rope-fusion's unfused RoPE keeps (docs/model.md, "Megatron's unfused paths";
+// rope_utils.py l.142-147): t * cos_ and rotate_half(t) * sin_ keep cos_ and sin_, s x the rotary dim `rot` in
+// q's dtype, for q and for k; the fused kernel keeps only the freqs every layer shares.
+template <class Add>
+void rope_entries(const model_spec& m, const ledger_shape& s, std::int64_t rot, const char* f, std::uint32_t modules,
+                  Add& add) {
+  if (!m.runs_unfused(unfused_path::rope) || m.position != position_kind::rotary) return;
+  add("attn.rope.cos_sin", std::to_string(s.activation_bytes) + "*4*s*" + f, {4, s.seq / s.cp, rot},
+      s.activation_bytes, act_role::saved, modules);
+}
+
+// Adds, through `add`, the attention core's tensors. Eager: the probabilities (Megatron's softmax in PyTorch,
+// docs/model.md, "Megatron's unfused paths", fused_softmax.py l.300-335: in fp32 it keeps fp32 probabilities,
+// and the context bmm their bf16 copy where no dropout follows; it makes its causal mask, s x s bytes, when the
+// batch brings none, which masked_fill_ keeps), and dropout's mask and output. A fused kernel (flash, or flex's
+// compiled flex_attention) keeps no s x s tensor, only the fp32 log-sum-exp of each row.
+template <class Add>
+void core_entries(const model_spec& m, const ledger_shape& s, Add& add) {
+  const std::int64_t act = s.activation_bytes, b = s.micro_batch, heads = m.heads / s.tp, s_local = s.seq / s.cp;
+  const std::string a16 = std::to_string(act);
+  if (s.attention != attention_kind::eager) {
+    add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
+    return;
+  }
+  const bool fp32 = m.runs_unfused(unfused_path::softmax_fp32);
+  const std::int64_t sm = fp32 ? 4 : act;
+  add("attn.softmax.output", std::to_string(sm) + "*a*s^2*b/t", {b, heads, s_local, s.seq}, sm,
+      act_role::attention_core);
+  if (fp32 && !m.dropout)
+    add("attn.softmax.probs", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
+  if (m.runs_unfused(unfused_path::softmax_mask))
+    add("attn.softmax.causal_mask", "1*s^2", {s_local, s.seq}, 1, act_role::attention_core);
+  if (!m.dropout) return;
+  add("attn.softmax.dropout_mask", "1*a*s^2*b/t", {b, heads, s_local, s.seq}, 1, act_role::attention_core);
+  add("attn.softmax.dropout_output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
+}
 
 // Marks or adds, through `add`, what torchtitan's per-op policy keeps of a layer (docs/model.md, "torchtitan's
 // per-op policy"): its save list holds aten.mm, the SDPA kernels, the reduce-scatter, max and (DeepSeek-V3,
@@ -250,25 +298,15 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     add("attn.q", a16 + "*s*b*a*(nope+rope)/t", {s_local, b, heads * qk}, act, act_role::saved, up);
     add("attn.k", a16 + "*s*b*a*(nope+rope)/t", {s_local, b, heads * qk}, act, act_role::saved, up);
     add("attn.v", a16 + "*s*b*a*v/t", {s_local, b, heads * x.v_head_dim}, act, act_role::saved, up);
+    rope_entries(m, s, x.qk_rope_head_dim, "rope", up, add);  // inside mla_up_proj's checkpoint
     proj_width = heads * x.v_head_dim;
   } else {
     if (m.qk_norm) qk_norm_entries(m, s, add);
     add("attn.q", a16 + "*s*b*a*d/t", {s_local, b, q_width}, act, act_role::saved);
     add("attn.k", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
+    rope_entries(m, s, m.head_dim, "d", 0, add);
   }
-  if (s.attention == attention_kind::eager) {
-    add("attn.softmax.output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
-    if (m.dropout) {
-      add("attn.softmax.dropout_mask", "1*a*s^2*b/t", {b, heads, s_local, s.seq}, 1,
-          act_role::attention_core);
-      add("attn.softmax.dropout_output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act,
-          act_role::attention_core);
-    }
-  } else {
-    // A fused kernel (flash, or flex's compiled flex_attention) keeps no s x s tensor, only the fp32
-    // log-sum-exp of each row.
-    add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
-  }
+  core_entries(m, s, add);
   if (!m.mla.enabled()) add("attn.v", a16 + "*s*b*kv*d/t", {s_local, b, kv_width}, act, act_role::saved);
   add("attn.proj.input", lin16 + (m.mla.enabled() ? "*s*b*a*v/t" : "*s*b*a*d/t"), {s_local, b, proj_width}, lin,
       act_role::saved);
@@ -292,6 +330,12 @@ std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& 
     // Megatron's fused SwiGLU keeps gate and up and recomputes SiLU in backward.
     add("mlp.gate", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
     add("mlp.up", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
+    if (m.runs_unfused(unfused_path::swiglu)) {
+      // --no-bias-swiglu-fusion: glu() (mlp.py l.318-333) keeps silu(gate) and up + glu_linear_offset, the
+      // operands of their product, beside fc1's output (which silu keeps through the gate's view).
+      add("mlp.silu.output", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
+      add("mlp.up.offset", a16 + "*s*b*f/t", {s_local, b, f}, act, act_role::saved, mlp);
+    }
   }
   add("mlp.fc2.input", lin16 + "*s*b*f/t", {s_local, b, f}, lin, act_role::saved, mlp);
   if (m.dropout) add("mlp.dropout_mask", "1*s*b*h" + T, {s_sp, b, h}, 1, act_role::saved);

@@ -107,7 +107,9 @@ std::int64_t kv_heads_on_rank(const model_spec& m, std::int64_t tp);
 // MoE one (router, dispatch, routed and shared experts) when `moe_layer`. Standard attention lists the
 // per-head q/k norms' inputs and statistics when m.qk_norm. With s.op_policy, a layer (dense or MoE,
 // standard or multi-latent attention, SDPA or flex) also lists the op outputs torchtitan's per-op policy
-// keeps and marks the ledger tensors it keeps (op_policy_entries in ledger.cpp).
+// keeps and marks the ledger tensors it keeps (op_policy_entries in ledger.cpp). Megatron's unfused paths the
+// model runs (model_spec::unfused) add what their code keeps: RoPE's cos and sin, glu()'s silu output and
+// up + offset, the softmax's fp32 probabilities and causal mask (docs/model.md, "Megatron's unfused paths").
 // Throws bad_input if a byte count would overflow, or when `moe_layer` is asked of a dense model.
 std::vector<ledger_entry> layer_ledger(const model_spec& m, const ledger_shape& s, bool moe_layer = false);
 

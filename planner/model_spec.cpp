@@ -435,6 +435,11 @@ std::string shape_difference(const model_spec& a, const model_spec& b) {
   return "";
 }
 
+namespace {
+// The names of model_spec::unfused's bits in the JSON form, bit i at index i (unfused_path).
+const std::vector<std::string> unfused_names = {"rope", "swiglu", "softmax_fp32", "softmax_mask"};
+}  // namespace
+
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
@@ -444,7 +449,7 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
       "kv_heads", "head_dim",       "ffn_hidden",     "vocab",         "seq",          "max_positions",
       "mlp",     "norm",            "position",       "tied_embeddings", "dropout",    "bias",
       "qkv_bias_only", "embedding_norm", "norms_per_layer", "parallel_residual", "params",
-      "moe",     "mla",             "attention_sinks", "qk_norm"};
+      "moe",     "mla",             "attention_sinks", "qk_norm", "unfused"};
   require_known_keys(j, known, origin);
   model_spec m;
   m.name = opt_string_field(j, "name", origin).value_or(origin);
@@ -496,6 +501,16 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.stated_params = opt_int_field(j, "params", origin, 1, INT64_MAX / 64);
   m.attention_sinks = opt_bool_field(j, "attention_sinks", origin).value_or(false);
   m.qk_norm = opt_bool_field(j, "qk_norm", origin).value_or(false);  // absent in files written before it
+  if (auto u = j.find("unfused"); u != j.end()) {  // absent: every fusion on, Megatron's default
+    if (!u->is_array()) throw bad_input(origin + ".unfused", "must be a list of rope, swiglu, softmax_fp32, softmax_mask");
+    for (const auto& x : *u) {
+      const std::string n = x.is_string() ? x.get<std::string>() : "";
+      const auto it = std::find(unfused_names.begin(), unfused_names.end(), n);
+      if (it == unfused_names.end())
+        throw bad_input(origin + ".unfused", "unknown path '" + n + "': use rope, swiglu, softmax_fp32, softmax_mask");
+      m.unfused |= 1u << (it - unfused_names.begin());
+    }
+  }
   read_moe_and_mla(j, origin, m);
   validate(m);
   return m;
@@ -526,6 +541,12 @@ nlohmann::json model_to_json(const model_spec& m) {
   if (m.stated_params) j["params"] = *m.stated_params;
   if (m.attention_sinks) j["attention_sinks"] = true;
   if (m.qk_norm) j["qk_norm"] = true;
+  if (m.unfused) {
+    nlohmann::json u = nlohmann::json::array();
+    for (std::size_t i = 0; i < unfused_names.size(); ++i)
+      if (m.unfused & (1u << i)) u.push_back(unfused_names[i]);
+    j["unfused"] = u;
+  }
   if (m.moe.enabled()) {
     std::vector<int> layers;
     for (bool b : m.moe.layers) layers.push_back(b ? 1 : 0);

@@ -13,6 +13,11 @@ namespace headroom {
 enum class mlp_kind { gelu, swiglu };         // gelu: two matrices h->f->h; swiglu: gate, up, down
 enum class norm_kind { layernorm, rmsnorm };  // layernorm has weight and bias, rmsnorm weight only
 enum class position_kind { learned, rotary, alibi };
+// Megatron-Core code paths run with a fusion turned off whose autograd keeps other tensors than the fused
+// kernel's (bits of model_spec::unfused; docs/model.md, "Megatron's unfused paths"): RoPE (--no-rope-fusion),
+// SwiGLU (--no-bias-swiglu-fusion), the attention softmax in PyTorch in fp32 and the causal mask it makes.
+enum class unfused_path : std::uint32_t { rope = 1, swiglu = 2, softmax_fp32 = 4, softmax_mask = 8 };
+constexpr std::uint32_t unfused_bit(unfused_path p) { return static_cast<std::uint32_t>(p); }
 
 // Mixture-of-experts (docs/model.md, "Mixture of experts"). experts == 0: a dense model. Field names follow
 // Megatron-Core's (num_moe_experts, moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size).
@@ -86,6 +91,8 @@ struct model_spec {
   // (one weight of head_dim each, shared by the heads). Ignored with multi-latent attention, whose latent
   // norms are always counted (docs/model.md, "Query and key norms").
   bool qk_norm = false;
+  std::uint32_t unfused = 0;  // unfused_path bits: Megatron's unfused code paths the launch runs
+  bool runs_unfused(unfused_path p) const { return (unfused & unfused_bit(p)) != 0; }
   // Returns whether layer i (0-based) has a MoE MLP.
   bool is_moe_layer(std::int64_t i) const {
     return moe.enabled() && i >= 0 && static_cast<std::size_t>(i) < moe.layers.size() &&

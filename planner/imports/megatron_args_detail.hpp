@@ -49,6 +49,7 @@ class megatron_reader {
 
   void read_parallel();
   void read_loss();
+  void read_fusions();
   std::optional<std::int64_t> known_vocab(std::string* why) const;
   std::int64_t read_vocab();
   void read_model();

@@ -109,6 +109,13 @@ constexpr megatron_flag read_flags[] = {
     {"--deterministic-mode", fa::none, rd, ""},
     {"--cross-entropy-loss-fusion", fa::none, rd, ""},
     {"--cross-entropy-fusion-impl", fa::one, rd, ""},
+    // fusions turned off whose unfused path keeps other tensors (megatron_args.cpp read_fusions)
+    {"--no-rope-fusion", fa::none, rd, ""},
+    {"--no-bias-swiglu-fusion", fa::none, rd, ""},
+    {"--no-masked-softmax-fusion", fa::none, rd, ""},
+    {"--attention-softmax-in-fp32", fa::none, rd, ""},
+    {"--apply-query-key-layer-scaling", fa::none, rd, ""},
+    {"--no-create-attention-mask-in-dataloader", fa::none, rd, ""},
 };
 
 // Flags that change memory and that the planner does not model: listed, and refused by the CLI unless
@@ -148,6 +155,13 @@ constexpr megatron_flag unmodelled_flags[] = {
     {"--fp4-format", fa::any, um, "FP4 (NVFP4) linear layers; not modelled"},
     {"--fp4-recipe", fa::any, um, "FP4 (NVFP4) linear layers; not modelled"},
     {"--fp4-param-gather", fa::none, um, "FP4 parameter all-gather; not modelled"},
+    // TransformerEngine's wgrad GEMM writes a new weight-shaped tensor (activation dtype) that lives until
+    // DDP's hook adds it to main_grad (distributed_data_parallel.py l.575-579): one weight at a time, a
+    // layer's local experts together under --moe-grouped-gemm (grouped_linear.py l.1193-1200), the output
+    // layer's V/t x h in the loss's backward (tensor_parallel/layers.py l.713). Not priced, nor is what the
+    // fused default holds instead: TE's cached dummy wgrads, one per weight shape (module/base.py l.134-148).
+    {"--no-gradient-accumulation-fusion", fa::none, um,
+     "each weight's gradient is a new tensor until DDP's hook adds it to main_grad; not priced"},
 };
 
 // Flags that do not change a rank's peak memory: logging, data, tokenizer files, learning rate, seeds,
@@ -171,7 +185,6 @@ constexpr const char* unused_flags[] = {
     "--data-path",
     "--split",
     "--no-mmap-bin-files",
-    "--no-create-attention-mask-in-dataloader",
     "--num-workers",
     "--rotary-base",
     "--rotary-percent",
@@ -240,13 +253,13 @@ constexpr const char* unused_flags[] = {
     "--lr-warmup-fraction",
     "--lr-decay-iters",
     "--lr-warmup-iters",
-    "--attention-softmax-in-fp32",
-    "--no-masked-softmax-fusion",
+    // GeLU: the fused GeLUFunction keeps fc1's output and the bias (fused_bias_gelu.py l.36-40), F.gelu on
+    // fc1's output (+ bias) keeps that sum: the same s*b*f/t (mlp.py l.318-333); the routed experts cannot fuse
+    // GeLU at all (experts.py l.963-985 raises), and --disable-bias-linear turns it off (arguments.py l.1605-1606).
     "--no-bias-gelu-fusion",
-    "--no-bias-swiglu-fusion",
+    // The same _bias_dropout_add_func eagerly instead of under jit_fuser (fused_bias_dropout.py l.11-80):
+    // F.dropout keeps its 1-byte mask, as the ledger prices.
     "--no-bias-dropout-fusion",
-    "--no-rope-fusion",
-    "--no-gradient-accumulation-fusion",
     "--calculate-per-token-loss",
     "--init-model-with-meta-device",
     "--profile",
