@@ -67,7 +67,7 @@ TEST(MegatronUnfused, ReadsEachPricedFlag) {
   EXPECT_EQ(uf_bits(l), 0u);
 }
 
-TEST(MegatronUnfused, FlagsWithoutEffectAreUnusedAndWgradIsUnmodelled) {
+TEST(MegatronUnfused, FlagsWithoutEffectAreUnused) {
   // TransformerEngine's attention reads neither softmax flag (transformer_engine.py passes neither).
   auto l = import_megatron_args(
       uf_base + "--transformer-impl transformer_engine --attention-backend unfused --no-masked-softmax-fusion "
@@ -82,8 +82,10 @@ TEST(MegatronUnfused, FlagsWithoutEffectAreUnusedAndWgradIsUnmodelled) {
   EXPECT_EQ(uf_bits(l), 0u);
   for (const char* f : {"--no-rope-fusion", "--no-bias-swiglu-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion"})
     EXPECT_TRUE(uf_listed(l.unused, f)) << f;
+  // Unfused wgrads hold no more than the fused default's cached dummies (megatron_flags.cpp): listed, unpriced.
   l = import_megatron_args(uf_base + "--no-gradient-accumulation-fusion", "test");
-  EXPECT_TRUE(uf_listed(l.unmodelled, "--no-gradient-accumulation-fusion: "));
+  EXPECT_TRUE(uf_listed(l.unused, "--no-gradient-accumulation-fusion"));
+  EXPECT_FALSE(uf_listed(l.unmodelled, "--no-gradient-accumulation-fusion"));
   // A rotary part narrower than head_dim: priced over head_dim, and said so.
   l = import_megatron_args(uf_base + "--position-embedding-type rope --rotary-percent 0.5 --no-rope-fusion", "test");
   EXPECT_TRUE(uf_listed(l.unmodelled, "--no-rope-fusion: "));

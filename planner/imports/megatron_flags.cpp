@@ -155,13 +155,6 @@ constexpr megatron_flag unmodelled_flags[] = {
     {"--fp4-format", fa::any, um, "FP4 (NVFP4) linear layers; not modelled"},
     {"--fp4-recipe", fa::any, um, "FP4 (NVFP4) linear layers; not modelled"},
     {"--fp4-param-gather", fa::none, um, "FP4 parameter all-gather; not modelled"},
-    // TransformerEngine's wgrad GEMM writes a new weight-shaped tensor (activation dtype) that lives until
-    // DDP's hook adds it to main_grad (distributed_data_parallel.py l.575-579): one weight at a time, a
-    // layer's local experts together under --moe-grouped-gemm (grouped_linear.py l.1193-1200), the output
-    // layer's V/t x h in the loss's backward (tensor_parallel/layers.py l.713). Not priced, nor is what the
-    // fused default holds instead: TE's cached dummy wgrads, one per weight shape (module/base.py l.134-148).
-    {"--no-gradient-accumulation-fusion", fa::none, um,
-     "each weight's gradient is a new tensor until DDP's hook adds it to main_grad; not priced"},
 };
 
 // Flags that do not change a rank's peak memory: logging, data, tokenizer files, learning rate, seeds,
@@ -257,6 +250,14 @@ constexpr const char* unused_flags[] = {
     // fc1's output (+ bias) keeps that sum: the same s*b*f/t (mlp.py l.318-333); the routed experts cannot fuse
     // GeLU at all (experts.py l.963-985 raises), and --disable-bias-linear turns it off (arguments.py l.1605-1606).
     "--no-bias-gelu-fusion",
+    // Unfused, each weight's gradient is a new weight-shaped tensor (activation dtype) until DDP's hook adds it
+    // to main_grad and drops it (distributed_data_parallel.py l.575-579): one weight at a time, the output
+    // layer's in the loss's backward (tensor_parallel/layers.py l.713-760). The fused default holds as much or
+    // more: TE's cached dummy wgrad, one per weight shape, for the whole run (module/base.py l.134-148,
+    // layers.py l.733-760). Neither is priced (docs/model.md, "Megatron's unfused paths"). The exception,
+    // left: TEGroupedMLP's experts, whose unfused wgrad holds all local experts at once (grouped_linear.py
+    // l.1193-1200).
+    "--no-gradient-accumulation-fusion",
     // The same _bias_dropout_add_func eagerly instead of under jit_fuser (fused_bias_dropout.py l.11-80):
     // F.dropout keeps its 1-byte mask, as the ledger prices.
     "--no-bias-dropout-fusion",
