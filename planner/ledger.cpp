@@ -79,8 +79,10 @@ void moe_mlp_entries(const model_spec& m, const ledger_shape& s, const std::stri
     add("moe.shared.fc1.output", a16 + "*s*b*" + (sfc1 == fs ? "" : "2*") + "Fs/t", {s_local, b, sfc1}, act,
         act_role::saved, shared);
     if (unfused_glu) {  // glu() as in mlp.py l.318-333 (SharedExpertMLP is an MLP)
-      add("moe.shared.silu.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
-      add("moe.shared.up.offset", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved, shared | act_mod);
+      add("moe.shared.silu.output", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved,
+          shared | act_mod);
+      add("moe.shared.up.offset", a16 + "*s*b*Fs/t", {s_local, b, fs}, act, act_role::saved,
+          shared | act_mod);
     }
     add("moe.shared.act.output", lin16 + "*s*b*Fs/t", {s_local, b, fs}, lin, act_role::saved, shared | act_mod);
   }
@@ -129,8 +131,8 @@ void qk_norm_entries(const model_spec& m, const ledger_shape& s, Add& add) {
 // rope_utils.py l.142-147): t * cos_ and rotate_half(t) * sin_ keep cos_ and sin_, s x the rotary dim `rot` in
 // q's dtype, for q and for k; the fused kernel keeps only the freqs every layer shares.
 template <class Add>
-void rope_entries(const model_spec& m, const ledger_shape& s, std::int64_t rot, const char* f, std::uint32_t modules,
-                  Add& add) {
+void rope_entries(const model_spec& m, const ledger_shape& s, std::int64_t rot, const char* f,
+                  std::uint32_t modules, Add& add) {
   if (!m.runs_unfused(unfused_path::rope) || m.position != position_kind::rotary) return;
   add("attn.rope.cos_sin", std::to_string(s.activation_bytes) + "*4*s*" + f, {4, s.seq / s.cp, rot},
       s.activation_bytes, act_role::saved, modules);
@@ -143,7 +145,8 @@ void rope_entries(const model_spec& m, const ledger_shape& s, std::int64_t rot, 
 // compiled flex_attention) keeps no s x s tensor, only the fp32 log-sum-exp of each row.
 template <class Add>
 void core_entries(const model_spec& m, const ledger_shape& s, Add& add) {
-  const std::int64_t act = s.activation_bytes, b = s.micro_batch, heads = m.heads / s.tp, s_local = s.seq / s.cp;
+  const std::int64_t act = s.activation_bytes, b = s.micro_batch, heads = m.heads / s.tp,
+                     s_local = s.seq / s.cp;
   const std::string a16 = std::to_string(act);
   if (s.attention != attention_kind::eager) {
     add("attn.flash.logsumexp", "4*a*s*b/t", {b, heads, s_local}, 4, act_role::attention_core);
@@ -159,7 +162,8 @@ void core_entries(const model_spec& m, const ledger_shape& s, Add& add) {
     add("attn.softmax.causal_mask", "1*s^2", {s_local, s.seq}, 1, act_role::attention_core);
   if (!m.dropout) return;
   add("attn.softmax.dropout_mask", "1*a*s^2*b/t", {b, heads, s_local, s.seq}, 1, act_role::attention_core);
-  add("attn.softmax.dropout_output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act, act_role::attention_core);
+  add("attn.softmax.dropout_output", a16 + "*a*s^2*b/t", {b, heads, s_local, s.seq}, act,
+      act_role::attention_core);
 }
 
 // Marks or adds, through `add`, what torchtitan's per-op policy keeps of a layer (docs/model.md, "torchtitan's

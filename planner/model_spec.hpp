@@ -17,7 +17,9 @@ enum class position_kind { learned, rotary, alibi };
 // kernel's (bits of model_spec::unfused; docs/model.md, "Megatron's unfused paths"): RoPE (--no-rope-fusion),
 // SwiGLU (--no-bias-swiglu-fusion), the attention softmax in PyTorch in fp32 and the causal mask it makes.
 enum class unfused_path : std::uint32_t { rope = 1, swiglu = 2, softmax_fp32 = 4, softmax_mask = 8 };
-constexpr std::uint32_t unfused_bit(unfused_path p) { return static_cast<std::uint32_t>(p); }
+constexpr std::uint32_t unfused_bit(unfused_path p) {
+  return static_cast<std::uint32_t>(p);
+}
 
 // Mixture-of-experts (docs/model.md, "Mixture of experts"). experts == 0: a dense model. Field names follow
 // Megatron-Core's (num_moe_experts, moe_router_topk, moe_ffn_hidden_size, moe_shared_expert_intermediate_size).

@@ -59,7 +59,8 @@ TEST(MegatronUnfused, ReadsEachPricedFlag) {
   const std::string local = uf_base + "--transformer-impl local --no-masked-softmax-fusion ";
   l = import_megatron_args(local + "--attention-softmax-in-fp32", "test");
   EXPECT_EQ(uf_bits(l), unfused_bit(unfused_path::softmax_fp32));
-  l = import_megatron_args(local + "--apply-query-key-layer-scaling --no-create-attention-mask-in-dataloader", "test");
+  l = import_megatron_args(local + "--apply-query-key-layer-scaling --no-create-attention-mask-in-dataloader",
+                           "test");
   EXPECT_EQ(uf_bits(l), unfused_bit(unfused_path::softmax_fp32) | unfused_bit(unfused_path::softmax_mask));
   EXPECT_TRUE(l.unmodelled.empty() || !uf_listed(l.unmodelled, "--apply-query-key-layer-scaling"));
   // The torch softmax in bf16 keeps what the fused kernel keeps: nothing priced, the fp32 flag absent.
@@ -70,24 +71,28 @@ TEST(MegatronUnfused, ReadsEachPricedFlag) {
 TEST(MegatronUnfused, FlagsWithoutEffectAreUnused) {
   // TransformerEngine's attention reads neither softmax flag (transformer_engine.py passes neither).
   auto l = import_megatron_args(
-      uf_base + "--transformer-impl transformer_engine --attention-backend unfused --no-masked-softmax-fusion "
-             "--attention-softmax-in-fp32",
+      uf_base +
+          "--transformer-impl transformer_engine --attention-backend unfused --no-masked-softmax-fusion "
+          "--attention-softmax-in-fp32",
       "test");
   EXPECT_EQ(uf_bits(l), 0u);
   EXPECT_TRUE(uf_listed(l.unused, "--no-masked-softmax-fusion"));
   EXPECT_TRUE(uf_listed(l.unused, "--attention-softmax-in-fp32"));
   // No rotary embedding, a GeLU MLP: nothing to unfuse. GeLU and bias-dropout-add keep the same tensors.
-  l = import_megatron_args(uf_base + "--no-rope-fusion --no-bias-swiglu-fusion --no-bias-gelu-fusion --no-bias-dropout-fusion",
-                           "test");
+  l = import_megatron_args(
+      uf_base + "--no-rope-fusion --no-bias-swiglu-fusion --no-bias-gelu-fusion --no-bias-dropout-fusion",
+      "test");
   EXPECT_EQ(uf_bits(l), 0u);
-  for (const char* f : {"--no-rope-fusion", "--no-bias-swiglu-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion"})
+  for (const char* f :
+       {"--no-rope-fusion", "--no-bias-swiglu-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion"})
     EXPECT_TRUE(uf_listed(l.unused, f)) << f;
   // Unfused wgrads hold no more than the fused default's cached dummies (megatron_flags.cpp): listed, unpriced.
   l = import_megatron_args(uf_base + "--no-gradient-accumulation-fusion", "test");
   EXPECT_TRUE(uf_listed(l.unused, "--no-gradient-accumulation-fusion"));
   EXPECT_FALSE(uf_listed(l.unmodelled, "--no-gradient-accumulation-fusion"));
   // A rotary part narrower than head_dim: priced over head_dim, and said so.
-  l = import_megatron_args(uf_base + "--position-embedding-type rope --rotary-percent 0.5 --no-rope-fusion", "test");
+  l = import_megatron_args(uf_base + "--position-embedding-type rope --rotary-percent 0.5 --no-rope-fusion",
+                           "test");
   EXPECT_TRUE(uf_listed(l.unmodelled, "--no-rope-fusion: "));
   // Without a model in the launch the path cannot reach --preset's model: refused unless allowed.
   l = import_megatron_args("--micro-batch-size 2 --no-rope-fusion", "test");
@@ -97,14 +102,18 @@ TEST(MegatronUnfused, FlagsWithoutEffectAreUnused) {
 TEST(MegatronUnfused, RopeKeepsCosAndSinForQAndK) {
   // s = 512, head_dim 64 (all rotary): 4 tensors of s x 64 in bf16 per layer, whatever b, tp or the heads.
   const model_spec m = uf_dense(mlp_kind::gelu);
-  EXPECT_EQ(uf_extra(m, ledger_shape(512, 2, 1, false, 1, attention_kind::flash, 2), unfused_path::rope), 4 * 512 * 64 * 2);
-  EXPECT_EQ(uf_extra(m, ledger_shape(512, 8, 2, true, 1, attention_kind::flash, 2), unfused_path::rope), 4 * 512 * 64 * 2);
+  EXPECT_EQ(uf_extra(m, ledger_shape(512, 2, 1, false, 1, attention_kind::flash, 2), unfused_path::rope),
+            4 * 512 * 64 * 2);
+  EXPECT_EQ(uf_extra(m, ledger_shape(512, 8, 2, true, 1, attention_kind::flash, 2), unfused_path::rope),
+            4 * 512 * 64 * 2);
   // Context parallelism: this rank's s / cp positions.
-  EXPECT_EQ(uf_extra(m, ledger_shape(512, 2, 1, false, 2, attention_kind::flash, 2), unfused_path::rope), 4 * 256 * 64 * 2);
+  EXPECT_EQ(uf_extra(m, ledger_shape(512, 2, 1, false, 2, attention_kind::flash, 2), unfused_path::rope),
+            4 * 256 * 64 * 2);
   // Learned positions have no rotary embedding.
   model_spec learned = m;
   learned.position = position_kind::learned;
-  EXPECT_EQ(uf_extra(learned, ledger_shape(512, 2, 1, false, 1, attention_kind::flash, 2), unfused_path::rope), 0);
+  EXPECT_EQ(
+      uf_extra(learned, ledger_shape(512, 2, 1, false, 1, attention_kind::flash, 2), unfused_path::rope), 0);
   // Under full recomputation the layer keeps its input only.
   model_spec u = m;
   u.unfused = unfused_bit(unfused_path::rope);
@@ -141,7 +150,8 @@ TEST(MegatronUnfused, SwigluKeepsSiluAndUpPlusOffset) {
 
 TEST(MegatronUnfused, MoeSwigluKeepsThreeExpertTensorsAndTwoSharedOnes) {
   model_spec m = uf_dense(mlp_kind::swiglu);
-  m.moe.experts = 8, m.moe.top_k = 2, m.moe.expert_ffn = 128, m.moe.shared_ffn = 256, m.moe.layers = {true, true};
+  m.moe.experts = 8, m.moe.top_k = 2, m.moe.expert_ffn = 128, m.moe.shared_ffn = 256,
+  m.moe.layers = {true, true};
   const ledger_shape s(512, 2, 1, false, 1, attention_kind::flash, 2);
   // R = top_k x s x b = 2048 routed rows (tp 1, balanced): silu, up + offset and the product the
   // probabilities multiply, 128 wide each; the shared experts' silu and up + offset, s x b x 256 each.
@@ -160,13 +170,13 @@ TEST(MegatronUnfused, TorchSoftmaxInFp32AndItsMask) {
   EXPECT_EQ(uf_extra(uf_dense(mlp_kind::gelu), s, unfused_path::softmax_mask), 512 * 512);
   // A fused attention kernel has no softmax to run in PyTorch.
   EXPECT_EQ(uf_extra(uf_dense(mlp_kind::gelu), ledger_shape(512, 2, 1, false, 1, attention_kind::flash, 2),
-                  unfused_path::softmax_fp32),
+                     unfused_path::softmax_fp32),
             0);
 }
 
 TEST(MegatronUnfused, ModelJsonKeepsThePathsAndRefusesUnknownOnes) {
-  const auto l = import_megatron_args(uf_base + "--swiglu --position-embedding-type rope --no-rope-fusion --no-bias-swiglu-fusion",
-                                      "test");
+  const auto l = import_megatron_args(
+      uf_base + "--swiglu --position-embedding-type rope --no-rope-fusion --no-bias-swiglu-fusion", "test");
   ASSERT_TRUE(l.model);
   const nlohmann::json j = model_to_json(*l.model);
   EXPECT_EQ(j.at("unfused"), nlohmann::json::array({"rope", "swiglu"}));

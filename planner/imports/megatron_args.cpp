@@ -269,7 +269,8 @@ void megatron_reader::read_fusions() {
   const bool softmax_off = has("--no-masked-softmax-fusion");
   if (!m_out.model) {
     for (const char* f : {"--no-rope-fusion", "--no-bias-swiglu-fusion", "--no-masked-softmax-fusion"})
-      if (has(f)) unmodelled(f, "the launch states no model, so its unfused path is not carried to --preset's");
+      if (has(f))
+        unmodelled(f, "the launch states no model, so its unfused path is not carried to --preset's");
     return;
   }
   model_spec& m = *m_out.model;
@@ -279,21 +280,25 @@ void megatron_reader::read_fusions() {
   };
   // RoPE (rope_utils.py l.340-414): with the fusion off, _apply_rotary_pos_emb_bshd (l.92-156) for standard
   // attention (attention.py l.1508-1535) and MLA (multi_latent_attention.py l.936-964).
-  const std::string pos = str("--position-embedding-type").value_or(m.position == position_kind::rotary ? "rope" : "");
+  const std::string pos =
+      str("--position-embedding-type").value_or(m.position == position_kind::rotary ? "rope" : "");
   if (rope_off && pos == "rope") {
-    mark(unfused_path::rope, "rope", "--no-rope-fusion: unfused RoPE keeps cos and sin (s x rotary dim) for q and k per layer");
+    mark(unfused_path::rope, "rope",
+         "--no-rope-fusion: unfused RoPE keeps cos and sin (s x rotary dim) for q and k per layer");
     if (const auto pct = number("--rotary-percent"); pct && *pct != 1.0 && !m.mla.enabled())
       unmodelled("--no-rope-fusion", "with --rotary-percent " + fixed(*pct, 2) +
                                          ": priced over the whole head_dim, not its rotary part");
   } else if (rope_off && m.position == position_kind::rotary) {
-    unmodelled("--no-rope-fusion", "position type " + printable(pos, 20) + ": its unfused rotary path is not priced");
+    unmodelled("--no-rope-fusion",
+               "position type " + printable(pos, 20) + ": its unfused rotary path is not priced");
   } else if (rope_off) {
     m_out.unused.push_back("--no-rope-fusion");  // no rotary embedding: nothing to fuse
   }
   // SwiGLU (argument_utils.py l.314-317: bias_activation_fusion = bias_swiglu_fusion with --swiglu): mlp.py
   // l.318-333 and experts.py l.996-1014 run glu() eagerly.
   if (swiglu_off && m.mlp == mlp_kind::swiglu)
-    mark(unfused_path::swiglu, "swiglu", "--no-bias-swiglu-fusion: glu() keeps silu(gate) and up + offset (and the routed experts' product)");
+    mark(unfused_path::swiglu, "swiglu",
+         "--no-bias-swiglu-fusion: glu() keeps silu(gate) and up + offset (and the routed experts' product)");
   else if (swiglu_off)
     m_out.unused.push_back("--no-bias-swiglu-fusion");  // a GeLU MLP: the flag sets nothing it reads
   // The softmax: only Megatron's DotProductAttention (the local spec) reads masked_softmax_fusion and
@@ -302,15 +307,17 @@ void megatron_reader::read_fusions() {
   // forward_torch_softmax (l.300-335) runs in fp32 under --attention-softmax-in-fp32 or
   // --apply-query-key-layer-scaling (arguments.py l.1714-1715) and makes its causal mask when the batch brings
   // none (--no-create-attention-mask-in-dataloader; transformer/utils.py l.38-40).
-  const bool local_core =
-      str("--transformer-impl") == std::optional<std::string>("local") && m_out.attention == attention_kind::eager;
+  const bool local_core = str("--transformer-impl") == std::optional<std::string>("local") &&
+                          m_out.attention == attention_kind::eager;
   const bool half = has("--bf16") || has("--fp16");
   const bool fp32 = has("--attention-softmax-in-fp32") || has("--apply-query-key-layer-scaling");
   if (softmax_off && local_core && fp32 && half)
-    mark(unfused_path::softmax_fp32, "softmax_fp32", "--no-masked-softmax-fusion: PyTorch's softmax in fp32 keeps fp32 probabilities");
+    mark(unfused_path::softmax_fp32, "softmax_fp32",
+         "--no-masked-softmax-fusion: PyTorch's softmax in fp32 keeps fp32 probabilities");
   if (softmax_off && local_core && has("--no-create-attention-mask-in-dataloader"))
     mark(unfused_path::softmax_mask, "softmax_mask",
-         "--no-masked-softmax-fusion: PyTorch's softmax makes an s x s causal mask per layer (no mask from the dataloader)");
+         "--no-masked-softmax-fusion: PyTorch's softmax makes an s x s causal mask per layer (no mask from "
+         "the dataloader)");
   // Read, and without effect on this launch's tensors: listed as unused.
   const bool torch_softmax = softmax_off && local_core;
   for (const auto& [flag, used] : {std::pair{"--no-masked-softmax-fusion", torch_softmax},
