@@ -21,9 +21,10 @@ int sm_version(std::string_view arch) {
 }  // namespace
 
 std::int64_t torch_cublas_workspace(std::string_view arch, const workspace_use& use) {
-  // PyTorch v2.6.0 CublasHandlePool.cpp l.131-134: 32 MiB on compute capability exactly 9.0, else 8.125 MiB
-  // (docs/fixed-overheads.md); an unknown GPU is taken as the larger.
-  if (use.cublas_config_4096_8 || arch.empty() || sm_version(arch) == 90) return 32 * mib;
+  // PyTorch's CublasHandlePool.cpp parseChosenWorkspaceSize: 32 MiB from compute capability 9 on (v2.6.0 had
+  // it on 9 only; PyTorch PR #175344, merged 2026-02-19, added 10 and 12, PR #189312, 2026-07-09, 11), else
+  // 8.125 MiB (docs/fixed-overheads.md); an unknown GPU is taken as the larger.
+  if (use.cublas_config_4096_8 || arch.empty() || sm_version(arch) >= 90) return 32 * mib;
   return 4096 * kib * 2 + 16 * kib * 8;
 }
 

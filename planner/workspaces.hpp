@@ -30,8 +30,8 @@ inline constexpr int te_grouped_gemm_streams = 4;
 inline constexpr int torch_cublas_workspaces = 2;
 
 // Returns one PyTorch cuBLAS workspace on a GPU of architecture `arch` ("sm80", "sm90", "sm100"; "" unknown,
-// taken as the larger), bytes: 32 MiB on sm90 (CublasHandlePool.cpp's default for compute capability 9.0),
-// 4096 KiB x 2 + 16 KiB x 8 = 8.125 MiB on the others, 32 MiB everywhere under :4096:8.
+// taken as the larger), bytes: 32 MiB from sm90 on (CublasHandlePool.cpp's default for compute capability 9
+// and, since 2026, 10-12), 4096 KiB x 2 + 16 KiB x 8 = 8.125 MiB on the others, 32 MiB everywhere under :4096:8.
 std::int64_t torch_cublas_workspace(std::string_view arch, const workspace_use& use);
 // Returns one TransformerEngine cuBLAS workspace on `arch`, bytes: 32 MiB + 1 KiB from sm90 (and unknown), 4 MiB
 // before

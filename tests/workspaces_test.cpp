@@ -20,10 +20,12 @@ TEST(Workspaces, TorchAloneOnHopperIsTwoOf32MiB) {
   EXPECT_EQ(device_spec{}.allocator_workspaces, allocator_workspaces("", {}));
 }
 
-TEST(Workspaces, TorchAloneOffSm90IsTheSmallDefault) {
+TEST(Workspaces, TorchAloneBeforeSm90IsTheSmallDefault) {
   // ":4096:2:16:8": 4096 KiB twice and 16 KiB eight times, per workspace.
   EXPECT_EQ(allocator_workspaces("sm80", {}), 2 * (8 * mib + 128 * kib));
-  EXPECT_EQ(allocator_workspaces("sm100", {}), 2 * (8 * mib + 128 * kib));  // exactly 9.0 only, in v2.6.0
+  // Blackwell: 32 MiB since PyTorch PR #175344 (2026-02-19; v2.6.0 gave it the small default).
+  EXPECT_EQ(allocator_workspaces("sm100", {}), 64 * mib);
+  EXPECT_EQ(allocator_workspaces("sm120", {}), 64 * mib);
   workspace_use det;
   det.cublas_config_4096_8 = true;  // CUBLAS_WORKSPACE_CONFIG=:4096:8 (Megatron --deterministic-mode)
   EXPECT_EQ(allocator_workspaces("sm80", det), 64 * mib);
