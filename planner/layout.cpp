@@ -6,15 +6,6 @@
 
 namespace headroom {
 
-namespace {
-template <class E>
-const char* name_of(E v) {
-  for (const auto& e : name_table(v))
-    if (e.value == v) return e.name;
-  return "?";
-}
-}  // namespace
-
 const char* to_string(recompute_mode r) {
   return name_of(r);
 }

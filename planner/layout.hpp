@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "enum_names.hpp"
 #include "errors.hpp"
 #include "model_spec.hpp"
 #include "recipe.hpp"
@@ -69,18 +70,11 @@ constexpr std::int64_t fully_recomputed_layers(recompute_mode r, std::int64_t la
 enum class attention_kind { eager, flash, flex };
 // How the loss holds the logits (docs/model.md, "The output phase"): fused = Megatron's vocab-parallel
 // cross-entropy (an fp32 copy turned into the softmax in place, saved for backward); compiled = the same steps
-// under torch.compile (Megatron's --cross-entropy-loss-fusion, its native implementation), whose in-place
-// steps on the fp32 copy write a second fp32 buffer back into it; unfused = PyTorch's F.cross_entropy on
+// under torch.compile (Megatron's --cross-entropy-loss-fusion, its native implementation), measured to hold
+// one more fp32 logits-sized tensor (output_phase.cpp); unfused = PyTorch's F.cross_entropy on
 // upcast logits (log_softmax keeps its own fp32 output, backward makes two more).
 enum class loss_kind { fused, compiled, unfused };
 
-// The names of an enum's values, one table per enum: to_string, parse_name, names_of (the CLI's check)
-// and names_phrase (error messages) all read it. Listed in the order the CLI offers them.
-template <class E>
-struct enum_name {
-  E value;
-  const char* name;
-};
 // The modes the layout search tries when --recompute is not given (search_space.cpp iterates this table): the
 // three every framework runs. selective-op is torchtitan's alone, so the search tries it only when asked.
 inline constexpr enum_name<recompute_mode> recompute_names[] = {
@@ -112,30 +106,6 @@ constexpr std::span<const enum_name<attention_kind>> name_table(attention_kind) 
 }
 constexpr std::span<const enum_name<loss_kind>> name_table(loss_kind) {
   return loss_names;
-}
-
-// Returns the value of E named `s`, or nullopt when no value has that name.
-template <class E>
-std::optional<E> parse_name(std::string_view s) {
-  for (const auto& e : name_table(E{}))
-    if (s == e.name) return e.value;
-  return std::nullopt;
-}
-// Returns every name of E, in the table's order (what the CLI accepts).
-template <class E>
-std::vector<std::string> names_of() {
-  std::vector<std::string> v;
-  for (const auto& e : name_table(E{})) v.emplace_back(e.name);
-  return v;
-}
-// Returns the names of E as a phrase for messages: "none, selective or full", "eager or flash".
-template <class E>
-std::string names_phrase() {
-  const auto t = name_table(E{});
-  std::string s;
-  for (std::size_t i = 0; i < t.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == t.size() ? " or " : ", ") + std::string(t[i].name);
-  return s;
 }
 
 // Megatron-Core's recompute modules (--recompute-modules; transformer_config.py): what selective

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "errors.hpp"
+#include "format.hpp"
 #include "json_fields.hpp"
 
 namespace headroom {
@@ -435,11 +436,6 @@ std::string shape_difference(const model_spec& a, const model_spec& b) {
   return "";
 }
 
-namespace {
-// The names of model_spec::unfused's bits in the JSON form, bit i at index i (unfused_path).
-const std::vector<std::string> unfused_names = {"rope", "swiglu", "softmax_fp32", "softmax_mask"};
-}  // namespace
-
 model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   using namespace detail;
   if (!j.is_object()) throw bad_input(origin, "expected a JSON object");
@@ -502,13 +498,13 @@ model_spec model_from_json(const nlohmann::json& j, const std::string& origin) {
   m.attention_sinks = opt_bool_field(j, "attention_sinks", origin).value_or(false);
   m.qk_norm = opt_bool_field(j, "qk_norm", origin).value_or(false);  // absent in files written before it
   if (auto u = j.find("unfused"); u != j.end()) {  // absent: every fusion on, Megatron's default
-    if (!u->is_array()) throw bad_input(origin + ".unfused", "must be a list of rope, swiglu, softmax_fp32, softmax_mask");
+    const std::string paths = names_phrase<unfused_path>();
+    if (!u->is_array()) throw bad_input(origin + ".unfused", "must be a list of " + paths);
     for (const auto& x : *u) {
       const std::string n = x.is_string() ? x.get<std::string>() : "";
-      const auto it = std::find(unfused_names.begin(), unfused_names.end(), n);
-      if (it == unfused_names.end())
-        throw bad_input(origin + ".unfused", "unknown path '" + n + "': use rope, swiglu, softmax_fp32, softmax_mask");
-      m.unfused |= 1u << (it - unfused_names.begin());
+      const auto p = parse_name<unfused_path>(n);
+      if (!p) throw bad_input(origin + ".unfused", "unknown path '" + printable(n, 40) + "': use " + paths);
+      m.unfused |= unfused_bit(*p);
     }
   }
   read_moe_and_mla(j, origin, m);
@@ -543,8 +539,8 @@ nlohmann::json model_to_json(const model_spec& m) {
   if (m.qk_norm) j["qk_norm"] = true;
   if (m.unfused) {
     nlohmann::json u = nlohmann::json::array();
-    for (std::size_t i = 0; i < unfused_names.size(); ++i)
-      if (m.unfused & (1u << i)) u.push_back(unfused_names[i]);
+    for (const auto& e : unfused_path_names)
+      if (m.runs_unfused(e.value)) u.push_back(e.name);
     j["unfused"] = u;
   }
   if (m.moe.enabled()) {

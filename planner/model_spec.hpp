@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "enum_names.hpp"
 
 namespace headroom {
 
@@ -16,9 +19,19 @@ enum class position_kind { learned, rotary, alibi };
 // Megatron-Core code paths run with a fusion turned off whose autograd keeps other tensors than the fused
 // kernel's (bits of model_spec::unfused; docs/model.md, "Megatron's unfused paths"): RoPE (--no-rope-fusion),
 // SwiGLU (--no-bias-swiglu-fusion), the attention softmax in PyTorch in fp32 and the causal mask it makes.
-enum class unfused_path : std::uint32_t { rope = 1, swiglu = 2, softmax_fp32 = 4, softmax_mask = 8 };
+// A set is a bitmask of 1 << path, as recompute_module's (layout.hpp); the names are the model JSON's.
+enum class unfused_path : std::uint8_t { rope, swiglu, softmax_fp32, softmax_mask };
+inline constexpr enum_name<unfused_path> unfused_path_names[] = {
+    {unfused_path::rope, "rope"},
+    {unfused_path::swiglu, "swiglu"},
+    {unfused_path::softmax_fp32, "softmax_fp32"},
+    {unfused_path::softmax_mask, "softmax_mask"}};
+constexpr std::span<const enum_name<unfused_path>> name_table(unfused_path) {
+  return unfused_path_names;
+}
+// Returns the bit of path `p` in model_spec::unfused.
 constexpr std::uint32_t unfused_bit(unfused_path p) {
-  return static_cast<std::uint32_t>(p);
+  return 1u << static_cast<unsigned>(p);
 }
 
 // Mixture-of-experts (docs/model.md, "Mixture of experts"). experts == 0: a dense model. Field names follow

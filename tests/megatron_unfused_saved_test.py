@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # megatron_unfused_saved_test.py: what PyTorch's autograd keeps on Megatron-Core's unfused code paths, the
-# evidence for the ledger's entries under model_spec::unfused (planner/ledger.cpp unfused_entries; docs/model.md,
+# evidence for the ledger's entries under model_spec::unfused (planner/ledger.cpp rope_entries, core_entries; docs/model.md,
 # "Megatron's unfused paths"). Runs on the CPU the tensor operations of NVIDIA/Megatron-LM@d98e8a64 as Megatron
 # writes them, collects every tensor autograd saves (torch.autograd.graph.saved_tensors_hooks), sums their
 # distinct storages, and checks the bytes beyond the fused path against the ledger's closed forms:
@@ -22,24 +22,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from autograd_saved import kept_bytes
+
 failures = []
 bf16 = torch.bfloat16
-
-
-def saved_bytes(fn):
-    """Runs fn under a saved-tensors hook; returns the bytes of the distinct storages autograd keeps."""
-    storages = {}
-
-    def pack(t):
-        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-        storages[st.data_ptr()] = st.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn()  # held until the sum: the graph keeps every saved storage alive, no address reused
-    kept = sum(storages.values())
-    del out
-    return kept
 
 
 def check(what, got, want):
@@ -90,9 +76,9 @@ def standard_fused():
     return torch.split(qkv, [D, D, D], dim=3)
 
 
-base = saved_bytes(standard_fused)  # the linear's input and weight: what both paths keep
+base = kept_bytes(standard_fused)  # the linear's input and weight: what both paths keep
 for inter in (False, True):
-    check(f"unfused RoPE (rotary_interleaved={inter}) beyond the linear", saved_bytes(standard(inter)) - base,
+    check(f"unfused RoPE (rotary_interleaved={inter}) beyond the linear", kept_bytes(standard(inter)) - base,
           4 * S * D * 2)
 
 # MLA (multi_latent_attention.py l.936-975): rope on q's rotary part [s, b, n, rope] and k's [s, b, 1, rope]
@@ -120,7 +106,7 @@ def mla(unfused):
     return run
 
 
-check("unfused MLA RoPE (q and k rotary parts)", saved_bytes(mla(True)) - saved_bytes(mla(False)),
+check("unfused MLA RoPE (q and k rotary parts)", kept_bytes(mla(True)) - kept_bytes(mla(False)),
       4 * S * ROPE * 2)
 
 # ---- SwiGLU, unfused (mlp.py l.318-333; experts.py l.996-1014) ----
@@ -135,9 +121,9 @@ def glu(t):
 
 
 fc1_out = 2 * R * 2 * FF  # what bias_swiglu_impl keeps: fc1's output (the ledger's gate and up)
-dense = saved_bytes(lambda: glu(fc1.clone()))
+dense = kept_bytes(lambda: glu(fc1.clone()))
 check("unfused SwiGLU beyond fc1's output", dense - fc1_out, 2 * R * FF * 2)
-experts = saved_bytes(lambda: (glu(fc1.clone()) * probs).to(bf16))
+experts = kept_bytes(lambda: (glu(fc1.clone()) * probs).to(bf16))
 check("unfused weighted SwiGLU beyond fc1's output and the fp32 probabilities", experts - fc1_out - 4 * R,
       3 * R * FF * 2)
 
@@ -178,13 +164,13 @@ def torch_softmax(in_fp32, make_mask):
     return run
 
 
-fused = saved_bytes(lambda: torch.bmm(FusedUpperTriang.apply(scores.clone()), value))
+fused = kept_bytes(lambda: torch.bmm(FusedUpperTriang.apply(scores.clone()), value))
 check("torch softmax in fp32 beyond the fused kernel (less the batch's mask, alive anyway)",
-      saved_bytes(torch_softmax(True, False)) - fused - SQ * SQ, 2 * NP * SQ * SQ + 2 * NP * SQ * SQ)
+      kept_bytes(torch_softmax(True, False)) - fused - SQ * SQ, 2 * NP * SQ * SQ + 2 * NP * SQ * SQ)
 check("torch softmax in bf16 beyond the fused kernel (less the batch's mask)",
-      saved_bytes(torch_softmax(False, False)) - fused - SQ * SQ, 0)
+      kept_bytes(torch_softmax(False, False)) - fused - SQ * SQ, 0)
 check("torch softmax in fp32 with its own causal mask, beyond the fused kernel",
-      saved_bytes(torch_softmax(True, True)) - fused, 4 * NP * SQ * SQ + SQ * SQ)
+      kept_bytes(torch_softmax(True, True)) - fused, 4 * NP * SQ * SQ + SQ * SQ)
 
 if failures:
     print("megatron_unfused_saved_test: " + "; ".join(failures))

@@ -16,22 +16,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from autograd_saved import saved_bytes
+
 R, H, FF = 256, 64, 128  # routed rows on the rank, hidden, one expert's ffn width (etp 1)
 failures = []
-
-
-def saved_bytes(fn):
-    """Runs fn under a saved-tensors hook; returns the bytes of the distinct storages autograd keeps."""
-    storages = {}
-
-    def pack(t):
-        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-        storages[st.data_ptr()] = st.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn()
-    return sum(storages.values()), out
 
 
 def check(what, got, want):

@@ -274,16 +274,16 @@ void megatron_reader::read_fusions() {
     return;
   }
   model_spec& m = *m_out.model;
-  auto mark = [&](unfused_path p, const char* flag, const std::string& why) {
+  auto mark = [&](unfused_path p, const std::string& why) {
     m.unfused |= unfused_bit(p);
-    derive("unfused", flag, why);
+    derive("unfused", name_of(p), why);
   };
   // RoPE (rope_utils.py l.340-414): with the fusion off, _apply_rotary_pos_emb_bshd (l.92-156) for standard
   // attention (attention.py l.1508-1535) and MLA (multi_latent_attention.py l.936-964).
   const std::string pos =
       str("--position-embedding-type").value_or(m.position == position_kind::rotary ? "rope" : "");
   if (rope_off && pos == "rope") {
-    mark(unfused_path::rope, "rope",
+    mark(unfused_path::rope,
          "--no-rope-fusion: unfused RoPE keeps cos and sin (s x rotary dim) for q and k per layer");
     if (const auto pct = number("--rotary-percent"); pct && *pct != 1.0 && !m.mla.enabled())
       unmodelled("--no-rope-fusion", "with --rotary-percent " + fixed(*pct, 2) +
@@ -297,7 +297,7 @@ void megatron_reader::read_fusions() {
   // SwiGLU (argument_utils.py l.314-317: bias_activation_fusion = bias_swiglu_fusion with --swiglu): mlp.py
   // l.318-333 and experts.py l.996-1014 run glu() eagerly.
   if (swiglu_off && m.mlp == mlp_kind::swiglu)
-    mark(unfused_path::swiglu, "swiglu",
+    mark(unfused_path::swiglu,
          "--no-bias-swiglu-fusion: glu() keeps silu(gate) and up + offset (and the routed experts' product)");
   else if (swiglu_off)
     m_out.unused.push_back("--no-bias-swiglu-fusion");  // a GeLU MLP: the flag sets nothing it reads
@@ -312,10 +312,10 @@ void megatron_reader::read_fusions() {
   const bool half = has("--bf16") || has("--fp16");
   const bool fp32 = has("--attention-softmax-in-fp32") || has("--apply-query-key-layer-scaling");
   if (softmax_off && local_core && fp32 && half)
-    mark(unfused_path::softmax_fp32, "softmax_fp32",
+    mark(unfused_path::softmax_fp32,
          "--no-masked-softmax-fusion: PyTorch's softmax in fp32 keeps fp32 probabilities");
   if (softmax_off && local_core && has("--no-create-attention-mask-in-dataloader"))
-    mark(unfused_path::softmax_mask, "softmax_mask",
+    mark(unfused_path::softmax_mask,
          "--no-masked-softmax-fusion: PyTorch's softmax makes an s x s causal mask per layer (no mask from "
          "the dataloader)");
   // Read, and without effect on this launch's tensors: listed as unused.
